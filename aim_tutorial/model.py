@@ -1,0 +1,271 @@
+"""The attention-indexed model: teacher, tokens, attention indices, channels.
+
+Chapter 1 (``book/01_model.md``) teaches everything in this module; the
+equation labels below refer to it. Shapes: ``d`` embedding dimension, ``T``
+tokens a sequence, ``n`` samples, ``L`` layers.
+
+Reference: Boncoraglio, Troiani, Erba, Zdeborova, *Bayes optimal learning of
+attention-indexed models*, NeurIPS 2025 (arXiv 2506.01582), section 2.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence, Union
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _checks
+
+CHANNELS = ("softmax", "hardmax", "linear", "deep")
+
+Channel = Union[str, Callable[[jax.Array], jax.Array]]
+
+
+def teacher_width(d: int, rho: float) -> int:
+    """Width ``r = round(rho d)`` of the teacher's weights (at least 1)."""
+    d = _checks.integer_at_least("d", d, 1)
+    rho = _checks.positive("rho", rho)
+    return max(1, int(round(rho * d)))
+
+
+def sample_teacher(key: jax.Array, d: int, rho: float) -> jax.Array:
+    """Sample a teacher ``S = W W^T / sqrt(r d)``, eq. (model-teacher).
+
+    ``W`` is ``(d, r)`` with iid N(0, 1) entries and ``r = round(rho d)``, so
+    that ``E S = sqrt(r/d) I`` and ``Tr(S^2)/d -> 1 + rho``.
+
+    Args:
+        key: a ``jax.random`` key.
+        d: embedding dimension, ``d >= 1``.
+        rho: width ratio ``r/d``, ``rho > 0``.
+
+    Returns:
+        ``S``, shape ``(d, d)``, symmetric positive semi-definite, rank ``min(r, d)``.
+
+    Example:
+        >>> import jax, aim_tutorial as aim
+        >>> aim.sample_teacher(jax.random.key(0), 10, 0.5).shape
+        (10, 10)
+    """
+    r = teacher_width(d, rho)
+    W = jax.random.normal(key, (d, r))
+    return W @ W.T / jnp.sqrt(r * d)
+
+
+def sample_tokens(key: jax.Array, n: int, T: int, d: int) -> jax.Array:
+    """Tokens ``X``, shape ``(n, T, d)``, iid N(0, 1) entries (no ``1/sqrt(d)``)."""
+    n = _checks.integer_at_least("n", n, 1)
+    T = _checks.integer_at_least("T", T, 1)
+    d = _checks.integer_at_least("d", d, 1)
+    return jax.random.normal(key, (n, T, d))
+
+
+@jax.jit
+def _indices(X, S):
+    d = X.shape[-1]
+    h = jnp.einsum("...ad,de,...be->...ab", X, S, X) / jnp.sqrt(d)
+    T = X.shape[-2]
+    return h - jnp.trace(S) / jnp.sqrt(d) * jnp.eye(T, dtype=h.dtype)
+
+
+def attention_indices(X: jax.Array, S: jax.Array) -> jax.Array:
+    """Attention indices ``h_ab = x_a^T S x_b / sqrt(d) - delta_ab Tr(S)/sqrt(d)``, eq. (model-h).
+
+    Args:
+        X: tokens, shape ``(..., T, d)``.
+        S: symmetric matrix, shape ``(d, d)``.
+
+    Returns:
+        ``h``, shape ``(..., T, T)``, symmetric in its last two axes.
+    """
+    if np.ndim(X) < 2:
+        raise ValueError(f"X must have shape (..., T, d), got shape {np.shape(X)}")
+    _checks.square_symmetric("S", S)
+    if np.shape(X)[-1] != np.shape(S)[0]:
+        raise ValueError(
+            f"X and S must share d: X has shape {np.shape(X)}, S has shape {np.shape(S)}"
+        )
+    return _indices(jnp.asarray(X), jnp.asarray(S))
+
+
+def symmetric_noise(key: jax.Array, shape: Sequence[int], delta: float) -> jax.Array:
+    """Symmetric Gaussian noise, variance ``delta`` on the diagonal and ``delta/2`` off it.
+
+    ``shape`` is ``(..., T, T)``. This is the noise convention of the noisy
+    channel (spec section 1): ``Z = sqrt(delta) (G + G^T)/2`` with G iid N(0, 1).
+    """
+    delta = _checks.nonnegative("noise", delta)
+    G = jax.random.normal(key, tuple(shape))
+    return jnp.sqrt(delta) * (G + jnp.swapaxes(G, -1, -2)) / 2
+
+
+def softmax(h: jax.Array, beta: float) -> jax.Array:
+    """Row-wise softmax ``exp(beta h_ab) / sum_c exp(beta h_ac)``, by log-sum-exp (finite for any beta)."""
+    return jax.nn.softmax(beta * h, axis=-1)
+
+
+def hardmax(h: jax.Array) -> jax.Array:
+    """Row-wise hardmax: row ``a`` is the one-hot indicator of ``argmax_b h_ab``."""
+    return jax.nn.one_hot(jnp.argmax(h, axis=-1), h.shape[-1], dtype=h.dtype)
+
+
+def apply_channel(h: jax.Array, channel: Channel = "softmax", beta: float = 1.0) -> jax.Array:
+    """The noiseless output function ``g(h)`` of a single-layer channel.
+
+    Args:
+        h: attention indices, shape ``(..., T, T)``.
+        channel: ``"softmax"``, ``"hardmax"``, ``"linear"``, or a callable
+            mapping one ``(T, T)`` matrix to one ``(T, T)`` matrix (vectorised
+            here with ``vmap``).
+        beta: inverse temperature of the softmax, ``beta >= 0``.
+    """
+    beta = _checks.nonnegative("beta", beta)
+    if callable(channel):
+        g = channel
+        for _ in range(h.ndim - 2):
+            g = jax.vmap(g)
+        return g(h)
+    _checks.one_of("channel", channel, ("softmax", "hardmax", "linear"))
+    if channel == "softmax":
+        return softmax(h, beta)
+    if channel == "hardmax":
+        return hardmax(h)
+    return h
+
+
+def deep_as_aim(hs: Sequence[jax.Array], beta: float = 1.0, c: float = 1.0) -> jax.Array:
+    """Deep attention written as an AIM: the output from the indices ``h^1..h^L`` alone.
+
+    ``B_0 = I``; ``A_l = B_{l-1} h^l B_{l-1}^T``; ``B_l = (c I + softmax_beta(A_l)) B_{l-1}``;
+    output ``softmax_beta(A_L)``. Eq. (model-deep-aim).
+
+    Args:
+        hs: list of ``L`` arrays of shape ``(..., T, T)``.
+        beta: inverse temperature, ``beta >= 0``.
+        c: skip (residual) strength.
+    """
+    beta = _checks.nonnegative("beta", beta)
+    if len(hs) < 1:
+        raise ValueError("hs must hold at least one layer (L >= 1)")
+    T = hs[0].shape[-1]
+    B = jnp.broadcast_to(jnp.eye(T, dtype=hs[0].dtype), hs[0].shape)
+    for ell, h in enumerate(hs):
+        A = B @ h @ jnp.swapaxes(B, -1, -2)
+        P = softmax(A, beta)
+        if ell == len(hs) - 1:
+            return P
+        B = (c * jnp.eye(T, dtype=h.dtype) + P) @ B
+    raise AssertionError("unreachable")
+
+
+def deep_attention_literal(
+    X: jax.Array, Ss: Sequence[jax.Array], beta: float = 1.0, c: float = 1.0
+) -> jax.Array:
+    """Deep attention computed layer by layer on the tokens, eq. (model-deep-literal).
+
+    ``X_0 = X``; ``A_l = X_{l-1} S_l X_{l-1}^T / sqrt(d) - (Tr S_l / sqrt(d)) B_{l-1} B_{l-1}^T``;
+    ``X_l = (c I + softmax_beta(A_l)) X_{l-1}``; output ``softmax_beta(A_L)``.
+    Tracks ``B_{l-1}`` only to remove the divergent mean part of the attention.
+
+    Args:
+        X: tokens, shape ``(..., T, d)``.
+        Ss: list of ``L`` symmetric ``(d, d)`` matrices.
+    """
+    beta = _checks.nonnegative("beta", beta)
+    d = X.shape[-1]
+    T = X.shape[-2]
+    Xl = X
+    B = jnp.broadcast_to(jnp.eye(T, dtype=X.dtype), X.shape[:-2] + (T, T))
+    for ell, S in enumerate(Ss):
+        A = jnp.einsum("...ad,de,...be->...ab", Xl, S, Xl) / jnp.sqrt(d)
+        A = A - jnp.trace(S) / jnp.sqrt(d) * (B @ jnp.swapaxes(B, -1, -2))
+        P = softmax(A, beta)
+        if ell == len(Ss) - 1:
+            return P
+        M = c * jnp.eye(T, dtype=X.dtype) + P
+        Xl = M @ Xl
+        B = M @ B
+    raise AssertionError("unreachable")
+
+
+def sample_data(
+    key: jax.Array,
+    S,
+    n: int,
+    T: int,
+    channel: Channel = "softmax",
+    beta: float = 1.0,
+    noise: float = 0.0,
+    c: float = 1.0,
+    label_noise: float = 0.0,
+):
+    """Sample ``n`` sequences of the attention-indexed model, eq. (model-y).
+
+    Args:
+        key: a ``jax.random`` key.
+        S: the teacher, shape ``(d, d)``; for ``channel="deep"`` a list
+            ``[S_1, ..., S_L]`` of such matrices.
+        n: number of samples, ``n >= 1``.
+        T: tokens a sequence, ``T >= 1``.
+        channel: ``"softmax"`` (inverse temperature ``beta``), ``"hardmax"``,
+            ``"linear"`` (``y = h``), ``"deep"`` (L layers with skip strength
+            ``c``), or a callable ``g`` mapping a ``(T, T)`` matrix to a
+            ``(T, T)`` matrix (the generic channel).
+        beta: inverse temperature, ``beta >= 0``.
+        noise: variance ``Delta >= 0`` of the Gaussian noise added to ``h``
+            before ``g`` (``Delta`` on the diagonal, ``Delta/2`` off it).
+        c: skip strength of deep attention (``channel="deep"`` only).
+        label_noise: variance of iid Gaussian noise added to every entry of
+            ``y`` after ``g`` (the generic channel's noise), ``>= 0``.
+
+    Returns:
+        ``(X, y)`` of shapes ``(n, T, d)`` and ``(n, T, T)``.
+
+    Example:
+        >>> import jax, aim_tutorial as aim
+        >>> S = aim.sample_teacher(jax.random.key(0), 20, 0.5)
+        >>> X, y = aim.sample_data(jax.random.key(1), S, n=5, T=3)
+        >>> X.shape, y.shape
+        ((5, 3, 20), (5, 3, 3))
+    """
+    n = _checks.integer_at_least("n", n, 1)
+    T = _checks.integer_at_least("T", T, 1)
+    beta = _checks.nonnegative("beta", beta)
+    noise = _checks.nonnegative("noise", noise)
+    label_noise = _checks.nonnegative("label_noise", label_noise)
+    if not callable(channel):
+        _checks.one_of("channel", channel, CHANNELS)
+    k_x, k_noise, k_label = jax.random.split(key, 3)
+
+    if channel == "deep":
+        if isinstance(S, (list, tuple)):
+            Ss = list(S)
+        else:
+            raise ValueError("S must be a list [S_1, ..., S_L] of (d, d) matrices for channel='deep'")
+        if len(Ss) < 1:
+            raise ValueError("S must hold at least one layer (L >= 1) for channel='deep'")
+        if noise > 0:
+            raise ValueError("noise must be 0 for channel='deep' (noise on h is defined for one layer)")
+        for ell, S_l in enumerate(Ss):
+            _checks.square_symmetric(f"S[{ell}]", S_l)
+            if np.shape(S_l) != np.shape(Ss[0]):
+                raise ValueError(f"S[{ell}] must have the shape of S[0], {np.shape(Ss[0])}, got {np.shape(S_l)}")
+        d = np.shape(Ss[0])[0]
+        X = sample_tokens(k_x, n, T, d)
+        hs = [_indices(X, jnp.asarray(S_l)) for S_l in Ss]
+        y = deep_as_aim(hs, beta, c)
+    else:
+        if isinstance(S, (list, tuple)):
+            raise ValueError("S must be one (d, d) matrix unless channel='deep'")
+        _checks.square_symmetric("S", S)
+        d = np.shape(S)[0]
+        X = sample_tokens(k_x, n, T, d)
+        h = _indices(X, jnp.asarray(S))
+        if noise > 0:
+            h = h + symmetric_noise(k_noise, h.shape, noise)
+        y = apply_channel(h, channel, beta)
+    if label_noise > 0:
+        y = y + jnp.sqrt(label_noise) * jax.random.normal(k_label, y.shape)
+    return X, y

@@ -1,0 +1,176 @@
+"""Tests of aim_tutorial.model: shapes, moments, invariances, channels, validation."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import aim_tutorial as aim
+
+
+def test_teacher_shape_symmetry_rank(key):
+    d, rho = 60, 0.5
+    S = aim.sample_teacher(key, d, rho)
+    assert S.shape == (d, d)
+    np.testing.assert_allclose(S, S.T, atol=1e-14)
+    ev = np.linalg.eigvalsh(np.asarray(S))
+    assert ev.min() > -1e-12  # positive semi-definite
+    assert np.sum(ev > 1e-10) == aim.teacher_width(d, rho)  # rank r = rho d
+
+
+def test_teacher_moments(key):
+    # E S = sqrt(rho) I and Tr(S^2)/d = 1 + rho + O(1/d): average over 20 teachers at d = 200,
+    # the standard error of both is O(1/d) = 0.005; tolerance 0.02.
+    d, rho = 200, 0.5
+    Ss = jax.vmap(lambda k: aim.sample_teacher(k, d, rho))(jax.random.split(key, 20))
+    assert abs(float(jnp.mean(jnp.trace(Ss, axis1=1, axis2=2))) / d - np.sqrt(rho)) < 0.02
+    q0 = float(jnp.mean(jnp.sum(Ss**2, axis=(1, 2)))) / d
+    assert abs(q0 - (1 + rho)) < 0.02
+
+
+def test_attention_indices_match_definition(key):
+    k1, k2 = jax.random.split(key)
+    d, T = 30, 4
+    S = aim.sample_teacher(k1, d, 0.3)
+    X = aim.sample_tokens(k2, 5, T, d)
+    h = aim.attention_indices(X, S)
+    Xn, Sn = np.asarray(X), np.asarray(S)
+    for mu in range(5):
+        ref = Xn[mu] @ Sn @ Xn[mu].T / np.sqrt(d) - np.trace(Sn) / np.sqrt(d) * np.eye(T)
+        np.testing.assert_allclose(h[mu], ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(h, np.swapaxes(h, 1, 2), atol=1e-12)
+    # the trace-form view: h_ab = Tr(Z_ab S) with Z_ab = (x_a x_b^T + x_b x_a^T)/(2 sqrt d) - delta_ab I/sqrt d
+    a, b = 0, 2
+    Z = (np.outer(Xn[0, a], Xn[0, b]) + np.outer(Xn[0, b], Xn[0, a])) / (2 * np.sqrt(d))
+    assert abs(np.trace(Z @ Sn) - h[0, a, b]) < 1e-12
+
+
+def test_h_covariance_structure(key):
+    # Var h_aa = 2 Q0, Var h_ab = Q0, distinct entries uncorrelated; Q0 = Tr(S^2)/d of this teacher.
+    # 40000 samples: standard error of a variance ~ sqrt(2/n) * var ~ 0.7% relative; tolerance 5%.
+    k1, k2 = jax.random.split(key)
+    d, T, n = 100, 3, 40000
+    S = aim.sample_teacher(k1, d, 0.5)
+    q0 = float(jnp.sum(S**2)) / d
+    h = aim.attention_indices(aim.sample_tokens(k2, n, T, d), S)
+    iu = np.triu_indices(T)
+    v = np.asarray(h)[:, iu[0], iu[1]]
+    C = np.cov(v.T) / q0
+    expected = np.diag([2.0 if i == j else 1.0 for i, j in zip(*iu)])
+    np.testing.assert_allclose(C, expected, atol=0.05)
+
+
+@pytest.mark.parametrize("channel", ["softmax", "hardmax", "linear"])
+def test_sample_data_shapes_and_channels(key, channel):
+    k1, k2 = jax.random.split(key)
+    S = aim.sample_teacher(k1, 20, 0.5)
+    X, y = aim.sample_data(k2, S, n=7, T=3, channel=channel)
+    assert X.shape == (7, 3, 20) and y.shape == (7, 3, 3)
+    h = aim.attention_indices(X, S)
+    if channel == "softmax":
+        np.testing.assert_allclose(y.sum(-1), 1.0, atol=1e-12)
+        np.testing.assert_allclose(y, jax.nn.softmax(h, axis=-1), atol=1e-12)
+    elif channel == "hardmax":
+        assert set(np.unique(np.asarray(y))) <= {0.0, 1.0}
+        np.testing.assert_array_equal(np.argmax(y, -1), np.argmax(h, -1))
+    else:
+        np.testing.assert_allclose(y, h, atol=1e-12)
+
+
+def test_softmax_is_finite_at_large_beta_and_tends_to_hardmax(key):
+    k1, k2 = jax.random.split(key)
+    S = aim.sample_teacher(k1, 40, 0.5)
+    X, y = aim.sample_data(k2, S, n=50, T=4, beta=1e3)
+    assert bool(jnp.all(jnp.isfinite(y)))
+    X, y = aim.sample_data(k2, S, n=50, T=4, beta=1e8)  # gaps between logits are O(1), so the rows saturate
+    assert bool(jnp.all(jnp.isfinite(y)))
+    _, y_hard = aim.sample_data(k2, S, n=50, T=4, channel="hardmax")
+    np.testing.assert_allclose(y, y_hard, atol=1e-6)
+    _, y_zero = aim.sample_data(k2, S, n=50, T=4, beta=0.0)
+    np.testing.assert_allclose(y_zero, 0.25)
+
+
+def test_softmax_row_shift_invariance():
+    h = jnp.array([[0.3, -1.0, 2.0], [0.5, 0.1, -0.2], [1.0, 1.0, 0.0]])
+    shift = jnp.array([[5.0], [-3.0], [0.7]])
+    np.testing.assert_allclose(aim.softmax(h, 2.0), aim.softmax(h + shift, 2.0), atol=1e-14)
+
+
+def test_noise_convention(key):
+    Z = aim.symmetric_noise(key, (200000, 2, 2), 0.8)
+    np.testing.assert_allclose(Z, np.swapaxes(Z, 1, 2))
+    assert abs(float(jnp.var(Z[:, 0, 0])) - 0.8) < 0.01
+    assert abs(float(jnp.var(Z[:, 0, 1])) - 0.4) < 0.01
+
+
+def test_noisy_linear_channel(key):
+    k1, k2 = jax.random.split(key)
+    S = aim.sample_teacher(k1, 30, 0.5)
+    X, y = aim.sample_data(k2, S, n=20000, T=2, channel="linear", noise=0.5)
+    r = np.asarray(y - aim.attention_indices(X, S))
+    assert abs(r[:, 0, 0].var() - 0.5) < 0.03 and abs(r[:, 0, 1].var() - 0.25) < 0.015
+
+
+def test_deep_aim_matches_literal_recursion(key):
+    keys = jax.random.split(key, 4)
+    d = 50
+    Ss = [aim.sample_teacher(k, d, 0.5) for k in keys[:3]]
+    for c in (0.0, 1.0, 0.5):
+        X, y = aim.sample_data(keys[3], Ss, n=10, T=3, channel="deep", c=c, beta=0.8)
+        np.testing.assert_allclose(y, aim.deep_attention_literal(X, Ss, beta=0.8, c=c), atol=1e-12)
+    # one layer of deep attention is the softmax channel
+    X, y1 = aim.sample_data(keys[3], Ss[:1], n=10, T=3, channel="deep")
+    _, y2 = aim.sample_data(keys[3], Ss[0], n=10, T=3, channel="softmax")
+    np.testing.assert_allclose(y1, y2, atol=1e-12)
+
+
+def test_generic_channel_callable(key):
+    k1, k2 = jax.random.split(key)
+    S = aim.sample_teacher(k1, 20, 0.5)
+    X, y = aim.sample_data(k2, S, n=5, T=2, channel=jnp.tanh)
+    np.testing.assert_allclose(y, jnp.tanh(aim.attention_indices(X, S)), atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(d=0, rho=0.5), "d"),
+        (dict(d=10, rho=0.0), "rho"),
+        (dict(d=10, rho=-1.0), "rho"),
+        (dict(d=10, rho=float("nan")), "rho"),
+    ],
+)
+def test_teacher_validation(key, kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        aim.sample_teacher(key, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(n=0, T=2), "n"),
+        (dict(n=5, T=0), "T"),
+        (dict(n=5, T=2, beta=-1.0), "beta"),
+        (dict(n=5, T=2, noise=-0.1), "noise"),
+        (dict(n=5, T=2, channel="relu"), "channel"),
+        (dict(n=2.5, T=2), "n"),
+    ],
+)
+def test_sample_data_validation(key, kwargs, name):
+    S = aim.sample_teacher(key, 10, 0.5)
+    with pytest.raises(ValueError, match=name):
+        aim.sample_data(key, S, **kwargs)
+
+
+def test_shape_validation(key):
+    S = aim.sample_teacher(key, 10, 0.5)
+    with pytest.raises(ValueError, match="S"):
+        aim.sample_data(key, S[:, :5], n=3, T=2)
+    with pytest.raises(ValueError, match="symmetric"):
+        aim.sample_data(key, S + jnp.triu(jnp.ones((10, 10)), 1), n=3, T=2)
+    with pytest.raises(ValueError, match="share d"):
+        aim.attention_indices(jnp.ones((3, 2, 11)), S)
+    with pytest.raises(ValueError, match="list"):
+        aim.sample_data(key, S, n=3, T=2, channel="deep")
+    with pytest.raises(ValueError, match="shape"):
+        aim.sample_data(key, [S, aim.sample_teacher(key, 12, 0.5)], n=3, T=2, channel="deep")
