@@ -1,0 +1,222 @@
+"""Tests of aim_tutorial.channels: scores are gradients of log Z_out, closed forms, tails, Nishimori."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.stats import multivariate_normal
+
+import aim_tutorial as aim
+from aim_tutorial import channels as ch
+
+
+def _sample(key, n, T, q, V):
+    k1, k2 = jax.random.split(key)
+    omega = math.sqrt(q) * ch.symmetric_gaussian(k1, (n, T, T))
+    h = omega + math.sqrt(V) * ch.symmetric_gaussian(k2, (n, T, T))
+    return omega, h
+
+
+def test_symmetric_gaussian_variances(key):
+    z = ch.symmetric_gaussian(key, (200_000, 3, 3))
+    var = np.asarray(jnp.var(z, axis=0))
+    # Var zeta_aa = 2, Var zeta_ab = 1; MC error ~ 2 sqrt(2/n) ~ 0.006
+    np.testing.assert_allclose(np.diag(var), 2.0, atol=0.03)
+    np.testing.assert_allclose(var[0, 1], 1.0, atol=0.02)
+    np.testing.assert_array_equal(np.asarray(z), np.asarray(jnp.swapaxes(z, -1, -2)))
+
+
+@pytest.mark.parametrize("T", [2, 3, 4])
+def test_linear_score_closed_form_and_gradient(key, T):
+    omega, h = _sample(key, 8, T, 0.7, 0.4)
+    G = aim.output_score("linear", h, omega, 0.4, noise=0.2)
+    np.testing.assert_allclose(G, (h - omega) / (2 * 0.5), rtol=1e-13)
+    Ga = aim.symmetric_gradient(lambda w: aim.log_partition("linear", h, w, 0.4, noise=0.2).sum(), omega)
+    np.testing.assert_allclose(G, Ga, atol=1e-12)
+
+
+def test_linear_log_partition_is_normalised():
+    # Z_out integrates to one over the T(T+1)/2 = 3 upper entries (T = 2); Gauss-Hermite is exact
+    x, w = np.polynomial.hermite_e.hermegauss(20)
+    w = w / w.sum()
+    V = 0.3
+    omega = np.array([[0.2, -0.1], [-0.1, 0.5]])
+    s = np.sqrt([2 * V, V, 2 * V])  # proposal N(omega, diag(s^2)) = the density itself
+    A, B, C = np.meshgrid(x, x, x, indexing="ij")
+    ys = np.empty(A.shape + (2, 2))
+    ys[..., 0, 0] = omega[0, 0] + s[0] * A
+    ys[..., 1, 1] = omega[1, 1] + s[2] * C
+    ys[..., 0, 1] = ys[..., 1, 0] = omega[0, 1] + s[1] * B
+    lz = np.asarray(aim.log_partition("linear", ys, np.broadcast_to(omega, ys.shape), V))
+    logprop = -0.5 * (A**2 + B**2 + C**2) - 1.5 * math.log(2 * math.pi) - np.log(s).sum()
+    W = w[:, None, None] * w[None, :, None] * w[None, None, :]
+    assert abs(np.sum(W * np.exp(lz - logprop)) - 1) < 1e-12
+
+
+@pytest.mark.parametrize("T", [2, 3, 5])
+def test_softmax_score_is_gradient_and_beta_free(key, T):
+    omega, h = _sample(key, 6, T, 0.5, 0.3)
+    Gs = []
+    for beta in (0.3, 1.0, 7.0):
+        y = aim.softmax(h, beta)
+        G = aim.output_score("softmax", y, omega, 0.3, beta=beta)
+        Ga = aim.symmetric_gradient(lambda w: aim.log_partition("softmax", y, w, 0.3, beta=beta).sum(), omega)
+        np.testing.assert_allclose(G, Ga, atol=1e-10)
+        Gs.append(np.asarray(G))
+    # the measured combinations of h do not depend on beta
+    np.testing.assert_allclose(Gs[0], Gs[2], atol=1e-9)
+    # closed form: the projection of (h - omega)/(2V) orthogonal to 11^T
+    R = (h - omega) / 0.6
+    np.testing.assert_allclose(Gs[1], R - R.mean(axis=(-1, -2), keepdims=True), atol=1e-10)
+    np.testing.assert_allclose(np.sum(Gs[1], axis=(-1, -2)), 0.0, atol=1e-10)
+
+
+def test_softmax_tiny_probabilities_and_noise(key):
+    # beta h ~ 600: probabilities down to e^-1200 underflow a quotient of probabilities; logits do not
+    omega, h = _sample(key, 4, 3, 0.5, 0.3)
+    beta = 200.0
+    logits = jax.nn.log_softmax(beta * h, axis=-1)
+    y = jnp.exp(logits)
+    assert float(jnp.min(y)) < 1e-30
+    G = aim.output_score("softmax", y, omega, 0.3, beta=beta, noise=0.4)
+    R = (h - omega) / (2 * (0.3 + 0.2))
+    ok = np.asarray(jnp.min(y, axis=(-1, -2)) > 0)
+    np.testing.assert_allclose(np.asarray(G)[ok], np.asarray(R - R.mean(axis=(-1, -2), keepdims=True))[ok],
+                               atol=1e-8)
+
+
+def test_log_phi2_against_scipy_and_tails():
+    for c in (1 / 3, -1 / 3):
+        for k1, k2 in [(0.0, 0.0), (1.2, -0.7), (-2.5, -1.5), (3.0, 0.5)]:
+            ref = multivariate_normal(mean=[0, 0], cov=[[1, c], [c, 1]]).cdf([k1, k2])
+            val = float(ch._log_phi2(jnp.array(k1), jnp.array(k2), jnp.array(c)))
+            assert abs(val - math.log(ref)) < 1e-6  # scipy's cdf is accurate to ~1e-8 absolute
+        # tails: Phi2 -> Phi(k1) when k2 -> +inf, in log space far below float range
+        for k1 in (-40.0, -400.0, -4000.0):
+            val = float(ch._log_phi2(jnp.array(k1), jnp.array(60.0 - k1), jnp.array(c)))  # k2 - c k1 >> 0
+            ref = float(jax.scipy.special.log_ndtr(k1))
+            assert abs(val - ref) < 1e-9 * abs(ref)
+    # both arguments deep in the tail, negative correlation: finite and below the product bound
+    v = float(ch._log_phi2(jnp.array(-50.0), jnp.array(-60.0), jnp.array(-1 / 3)))
+    assert np.isfinite(v) and v < float(jax.scipy.special.log_ndtr(-50.0) + jax.scipy.special.log_ndtr(-60.0))
+
+
+def test_hardmax_exact_score_is_finite_difference_of_log_partition(key):
+    omega, h = _sample(key, 400, 2, 1.5, 0.2)
+    y = aim.hardmax(h)
+    V = 0.2
+    G = np.asarray(aim.output_score("hardmax", y, omega, V))
+    Gp = np.asarray(aim.output_score("hardmax", y, omega, V, score="published"))
+    eps = 1e-5
+    for (a, b) in [(0, 0), (1, 1), (0, 1)]:
+        E = np.zeros((2, 2))
+        E[a, b] = E[b, a] = 1.0
+        fd = (aim.log_partition("hardmax", y, omega + eps * E, V)
+              - aim.log_partition("hardmax", y, omega - eps * E, V)) / (2 * eps)
+        target = G[:, a, b] * (1 if a == b else 2)  # g_ab = 2 Gamma_ab off the diagonal
+        np.testing.assert_allclose(fd, target, atol=1e-6 * (1 + np.abs(target).max()))
+        # the published expression is not this derivative
+        pub = Gp[:, a, b] * (1 if a == b else 2)
+        assert np.max(np.abs(np.asarray(fd) - pub)) > 0.1
+    # and autodiff agrees
+    Ga = aim.symmetric_gradient(lambda w: aim.log_partition("hardmax", y, w, V).sum(), jnp.asarray(omega))
+    np.testing.assert_allclose(G, Ga, atol=1e-9)
+
+
+def test_hardmax_score_finite_in_extreme_tails(key):
+    omega, h = _sample(key, 500, 2, 1.0, 1.0)
+    y = aim.hardmax(h)
+    # confident and often wrong: omega 1000 times larger, V tiny
+    G = aim.output_score("hardmax", y, 1000 * omega, 1e-4)
+    assert bool(jnp.all(jnp.isfinite(G)))
+
+
+def test_nishimori_identity_exact_vs_published(key):
+    """E[g g] = -E[dg/domega] on the Nishimori line: holds for the score, fails for the published one."""
+    q, V, n = 0.5, 0.6, 100_000
+    omega, h = _sample(key, n, 2, q, V)
+    y = aim.hardmax(h)
+    out = {}
+    for score in ("exact", "published"):
+        G = aim.output_score("hardmax", y, omega, V, score=score)
+        lhs = G[:, 0, 0] ** 2
+        d = jax.grad(lambda w: aim.output_score("hardmax", y, w, V, score=score)[:, 0, 0].sum())(omega)
+        rhs = -d[:, 0, 0]
+        diff = lhs - rhs
+        out[score] = (float(jnp.mean(diff)), float(jnp.std(diff)) / math.sqrt(n))
+    m, se = out["exact"]
+    assert abs(m) < 4 * se
+    m, se = out["published"]
+    assert abs(m) > 10 * se
+
+
+def test_generic_score_matches_linear_with_noise(key):
+    # g = identity, iid noise on all T^2 entries of y: same as noise on h (diag s2, off s2/2)
+    k1, k2, k3 = jax.random.split(key, 3)
+    V, s2 = 0.4, 0.3
+    omega, h = _sample(k1, 16, 2, 0.5, V)
+    y = h + math.sqrt(s2) * jax.random.normal(k2, h.shape)
+    res = aim.generic_output_score(k3, lambda x: x, y, omega, V, label_noise=s2, n_samples=200_000)
+    ysym = (y + jnp.swapaxes(y, -1, -2)) / 2
+    exact = aim.output_score("linear", ysym, omega, V, noise=s2)
+    # MC error of the posterior mean: ~ sqrt(V / ESS) / (2V), ESS ~ 1e4
+    np.testing.assert_allclose(res.score, exact, atol=0.05)
+    assert float(jnp.min(res.ess)) > 1000
+    lz = aim.log_partition("linear", ysym, omega, V, noise=s2)
+    # log Z of the generic channel includes the density of the antisymmetric part of the noise
+    anti = (y - jnp.swapaxes(y, -1, -2)) / 2
+    extra = -jnp.sum(anti ** 2, axis=(-1, -2)) / (2 * s2) - 0.5 * math.log(math.pi * s2) - math.log(2)
+    # log-mean-exp error ~ 1/sqrt(ESS) <= 0.03: 3 sigma
+    np.testing.assert_allclose(res.log_partition, lz + extra, atol=0.1)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(channel="nope"),
+        dict(V=0.0),
+        dict(V=-1.0),
+        dict(noise=-0.1),
+        dict(beta=0.0),
+        dict(score="wrong"),
+        dict(score="published"),  # published is a hardmax switch
+        dict(y=np.zeros((3, 2, 2))),
+    ],
+)
+def test_invalid_arguments(kwargs):
+    args = dict(channel="softmax", y=np.full((4, 2, 2), 0.5), omega=np.zeros((4, 2, 2)), V=0.5)
+    args.update(kwargs)
+    channel, y, omega, V = args.pop("channel"), args.pop("y"), args.pop("omega"), args.pop("V")
+    with pytest.raises(ValueError):
+        aim.output_score(channel, y, omega, V, **args)
+
+
+def test_hardmax_needs_T2():
+    with pytest.raises(ValueError, match="T must be 2"):
+        aim.output_score("hardmax", np.eye(3), np.zeros((3, 3)), 1.0)
+
+
+def test_nishimori_identity_exactly_at_every_omega(key):
+    """Summing over the four hardmax outputs: sum_y Z_out (g^2 + dg/domega) = 0 at every omega (no sampling)."""
+    omega = 1.2 * ch.symmetric_gaussian(key, (500, 2, 2))
+    V = 0.4
+    labels = [np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([[1.0, 0.0], [1.0, 0.0]]),
+              np.array([[0.0, 1.0], [0.0, 1.0]]), np.array([[0.0, 1.0], [1.0, 0.0]])]
+    for score, small in (("exact", True), ("published", False)):
+        for (a, b) in [(0, 0), (0, 1)]:
+            tot = 0.0
+            norm = 0.0
+            for lab in labels:
+                y = jnp.broadcast_to(jnp.asarray(lab), omega.shape)
+                Z = jnp.exp(aim.log_partition("hardmax", y, omega, V))
+                g = aim.output_score("hardmax", y, omega, V, score=score)[:, a, b]
+                dg = jax.grad(lambda w: aim.output_score("hardmax", y, w, V, score=score)[:, a, b].sum())(omega)
+                dg = dg[:, a, b] if a == b else dg[:, a, b] + dg[:, b, a]  # derivative along E_ab + E_ba
+                mult = 1.0 if a == b else 2.0  # g_ab = 2 Gamma_ab, omega_ab enters twice
+                tot = tot + Z * (mult * g) ** 2 + Z * mult * dg
+                norm = norm + Z
+            np.testing.assert_allclose(norm, 1.0, atol=1e-12)  # Z_out is a distribution over y
+            worst = float(jnp.max(jnp.abs(tot)))
+            assert (worst < 1e-9) if small else (worst > 1e-2)
