@@ -1,0 +1,216 @@
+"""Tests of aim_tutorial.amp (GAMP-RIE), chapter 5.
+
+Finite-size tolerances: AMP at finite d sits above the state evolution by an
+amount that shrinks like 1/d (chapter 5 measures the slope); at d = 80 and
+alpha = 0.13 the mean excess is about 0.03 with an instance spread of about
+0.02, hence the 0.07 window below.
+"""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import aim_tutorial as aim
+from aim_tutorial import amp, rmt
+from aim_tutorial.state_evolution import q_hat_of, state_evolution
+
+RHO = 0.5
+
+
+def _instance(key, d, alpha, T=2, channel="softmax"):
+    k1, k2, k3 = jax.random.split(key, 3)
+    S = aim.sample_teacher(k1, d, RHO)
+    X, y = aim.sample_data(k2, S, n=int(round(alpha * d * d)), T=T, channel=channel)
+    return S, X, y, k3
+
+
+def test_prior_input_equals_naive_sum(key):
+    """The (d, nT) x (nT, d) contraction equals sum_mu (X^T Gamma X - Tr(Gamma) I) term by term."""
+    n, T, d = 7, 3, 11
+    kx, kg = jax.random.split(key)
+    X = jax.random.normal(kx, (n, T, d))
+    G = jax.random.normal(kg, (n, T, T))
+    G = (G + jnp.swapaxes(G, 1, 2)) / 2
+    naive = sum(X[m].T @ G[m] @ X[m] - jnp.trace(G[m]) * jnp.eye(d) for m in range(n))
+    np.testing.assert_allclose(aim.prior_input(X, G), naive, rtol=1e-12, atol=1e-12)
+
+
+def test_half_step_omega_and_onsager(key):
+    """omega = X S X^T / sqrt d - Tr S / sqrt d I - 2 c Gamma_old (the Onsager factor 2), no damping."""
+    S, X, y, _ = _instance(key, 20, 0.5)
+    n, T, d = X.shape
+    S_hat = aim.sample_teacher(jax.random.key(3), d, RHO)
+    G_old = jax.random.normal(jax.random.key(4), (n, T, T))
+    G_old = (G_old + jnp.swapaxes(G_old, 1, 2)) / 2
+    c = 0.37
+    step = amp._make_half_step("softmax", 1.0, 0.0, "exact", "square")
+    omega, V, Gamma, q_hat, lam, O, _ = step(X, y, S_hat, c, G_old, jnp.zeros_like(G_old), c, 0.0, n / d**2)
+    expected = aim.attention_indices(X, S_hat) - 2 * c * G_old
+    np.testing.assert_allclose(omega, expected, atol=1e-10)
+    np.testing.assert_allclose(Gamma, aim.output_score("softmax", y, omega, c), atol=1e-12)
+    # q_hat = 4 alpha mean ||Gamma||_F^2 = (2 alpha / n) sum (2 sum g_aa^2 + sum_{a<b} g_ab^2)
+    g_diag = jnp.diagonal(Gamma, axis1=1, axis2=2)
+    iu = np.triu_indices(T, 1)
+    g_off = 2 * Gamma[:, iu[0], iu[1]]
+    q_ref = 2 * (n / d**2) / n * jnp.sum(2 * jnp.sum(g_diag**2, 1) + jnp.sum(g_off**2, 1))
+    assert float(q_hat) == pytest.approx(float(q_ref), rel=1e-12)
+    # R = S_hat + (2 Delta / d^{3/2}) B, returned through its eigendecomposition
+    R = (O * lam) @ O.T
+    R_ref = S_hat + 2 / (float(q_hat) * d**1.5) * aim.prior_input(X, Gamma)
+    np.testing.assert_allclose(R, R_ref, atol=1e-10)
+
+
+def test_derivative_q_hat_equals_softmax_closed_form(key):
+    """-E[dg/domega] by autodiff equals (T^2 + T - 2) alpha / V for the softmax, whatever omega (an identity)."""
+    for T in (2, 3):
+        S, X, y, _ = _instance(key, 15, 0.4, T=T)
+        n, _, d = X.shape
+        step = amp._make_half_step("softmax", 1.0, 0.0, "exact", "derivative")
+        Z = jnp.zeros((n, T, T))
+        V = 0.61
+        out = step(X, y, 0.3 * S, V, Z, Z, V, 0.0, n / d**2)
+        assert float(out[3]) == pytest.approx((T * T + T - 2) * (n / d**2) / V, rel=1e-10)
+
+
+def test_rie_step_matches_rmt_rie_denoise(key):
+    """The RIE inside gamp_rie (eigh in the jitted step, Hilbert transform from rmt) equals rmt.rie_denoise."""
+    S, X, y, k = _instance(key, 30, 0.13)
+    n, T, d = X.shape
+    res = aim.gamp_rie(X, y, RHO, init="mean", max_iter=1)
+    step = amp._make_half_step("softmax", 1.0, 0.0, "exact", "square")
+    Z = jnp.zeros((n, T, T))
+    S0 = jnp.sqrt(RHO) * jnp.eye(d)
+    _, _, G, q_hat, _, _, _ = step(X, y, S0, 1.0, Z, Z, 1.0, 0.0, n / d**2)
+    delta = 1 / float(q_hat)
+    R = S0 + 2 * delta / d**1.5 * aim.prior_input(X, G)
+    np.testing.assert_allclose(res.S_hat, rmt.rie_denoise(np.asarray(R), delta, RHO), atol=1e-9)
+    assert res.history.mmse_pred[0] == pytest.approx(rmt.mmse_denoising(delta, RHO), rel=1e-12)
+
+
+def test_amp_reaches_state_evolution_softmax(key):
+    """Softmax T = 2, rho = 0.5, alpha = 0.13, d = 80: AMP error within 0.07 of SE (0.2212), converged."""
+    S, X, y, k = _instance(key, 80, 0.13)
+    res = aim.gamp_rie(X, y, RHO, key=k, S_true=S)
+    se = state_evolution(0.13, RHO).mmse
+    assert se == pytest.approx(0.2212, abs=1e-3)
+    assert res.converged and not res.diverged, res.status
+    assert abs(res.error - se) < 0.07, (res.error, se)
+    # the predicted error tracks the actual one (both finite-size), and the history is complete
+    assert abs(res.mmse_pred - res.error) < 0.05
+    assert len(res.history.error) == res.n_iter
+    assert res.history.residual[-1] < 1e-5
+
+
+def test_perfect_recovery_above_threshold(key):
+    """Above alpha_PR = 0.1875 (T = 2, rho = 0.5) AMP recovers S: error < 0.01 at alpha = 0.25, d = 60."""
+    S, X, y, k = _instance(key, 60, 0.25)
+    res = aim.gamp_rie(X, y, RHO, key=k, S_true=S, max_iter=60)
+    assert not res.diverged  # no false collapse alarm: the Nishimori ratio stays near 1 as V -> 0
+    assert res.error < 0.01, res.error
+
+
+def test_hardmax_exact_score_beats_published_curve(key):
+    """Hardmax T = 2, alpha = 0.6779, d = 50: AMP with the exact score lands far below the published 0.407."""
+    S, X, y, k = _instance(key, 50, 0.6779, channel="hardmax")
+    res = aim.gamp_rie(X, y, RHO, channel="hardmax", key=k, S_true=S, max_iter=80)
+    assert not res.diverged
+    assert res.error < 0.30, res.error
+
+
+def test_divergence_is_reported(key):
+    """A NaN in y is detected: diverged, a status naming the iteration, and a finite S_hat."""
+    S, X, y, k = _instance(key, 20, 0.2)
+    y = y.at[3, 0, 1].set(jnp.nan)
+    res = aim.gamp_rie(X, y, RHO, key=k, S_true=S)
+    assert res.diverged and not res.converged
+    assert "diverged at iteration 1" in res.status
+    assert bool(jnp.all(jnp.isfinite(res.S_hat)))
+
+
+def test_collapse_is_detected():
+    """Softmax T = 2, alpha = 0.05, d = 100 (an instance of scripts/amp_experiments.py): with the square
+    estimator of q_hat the predicted variance collapses (E g^2 / -E g' > 10) and the run is reported as
+    diverged; from the uninformed start with the derivative estimator the same instance reaches SE + 0.05."""
+    k = jax.random.fold_in(jax.random.key(2025), 1)
+    for i in (2, 1, 0):
+        k = jax.random.fold_in(k, i)
+    kt, kd, ki = jax.random.split(k, 3)
+    d = 100
+    S = aim.sample_teacher(kt, d, RHO)
+    X, y = aim.sample_data(kd, S, n=int(round(0.05 * d * d)), T=2)
+    bad = aim.gamp_rie(X, y, RHO, key=ki, S_true=S, max_iter=30)
+    assert bad.diverged and "collapse" in bad.status and bad.history.nishimori_ratio[-1] > 10
+    good = aim.gamp_rie(X, y, RHO, init="mean", q_hat_from="derivative", S_true=S, max_iter=30)
+    assert not good.diverged
+    assert abs(good.error - state_evolution(0.05, RHO).mmse) < 0.06
+
+
+def test_no_teacher_gives_nan_error(key):
+    S, X, y, k = _instance(key, 20, 0.2)
+    res = aim.gamp_rie(X, y, RHO, key=k, max_iter=3, min_iter=3)
+    assert res.n_iter == 3 and math.isnan(res.error)
+    assert np.all(np.isnan(res.history.error)) and np.all(np.isfinite(res.history.mmse_pred))
+
+
+def test_invalid_arguments(key):
+    S, X, y, k = _instance(key, 10, 0.5)
+    with pytest.raises(ValueError, match="key"):
+        aim.gamp_rie(X, y, RHO)  # init='prior' needs a key
+    with pytest.raises(ValueError, match="rho"):
+        aim.gamp_rie(X, y, -1.0, key=k)
+    with pytest.raises(ValueError, match="damping"):
+        aim.gamp_rie(X, y, RHO, key=k, damping=1.0)
+    with pytest.raises(ValueError, match="y must have shape"):
+        aim.gamp_rie(X, y[:-1], RHO, key=k)
+    with pytest.raises(ValueError, match="channel"):
+        aim.gamp_rie(X, y, RHO, key=k, channel="relu")
+    with pytest.raises(ValueError, match="T must be 2"):
+        aim.gamp_rie(jnp.zeros((4, 3, 10)), jnp.zeros((4, 3, 3)), RHO, channel="hardmax", key=k)
+    with pytest.raises(ValueError, match="score"):
+        aim.gamp_rie(X, y, RHO, key=k, score="published")
+    with pytest.raises(ValueError, match="alpha"):
+        aim.gamp_rie_state_evolution(-0.1, RHO)
+
+
+def test_state_evolution_trajectory_reaches_fixed_point():
+    """Undamped, the iteration-by-iteration SE converges to the fixed point of state_evolution (to 1e-4),
+    and its first step from c = 1 is mmse_rho(1 / ((T^2 + T - 2) alpha))."""
+    for T, alpha in ((2, 0.13), (3, 0.05)):
+        traj = aim.gamp_rie_state_evolution(alpha, RHO, T, c_init=1.0, n_iter=300)
+        assert traj.mmse[-1] == pytest.approx(state_evolution(alpha, RHO, T).mmse, abs=1e-4)
+        assert traj.mmse[0] == pytest.approx(rmt.mmse_denoising(1 / ((T * T + T - 2) * alpha), RHO), rel=1e-12)
+        assert np.all(np.diff(traj.mmse) <= 1e-12)  # monotone from an uninformed start
+    # the closed-form q_hat(V) agrees with the state-evolution module's
+    V = 0.4
+    assert amp._q_hat_of_V(0.1, RHO, 3, "softmax", 1.0, 0.0, "exact", V) == pytest.approx(
+        q_hat_of(0.1, 1 + RHO - V, RHO, T=3), rel=1e-12)
+
+
+def test_contractions_only_memory(key):
+    """The compiled iteration allocates O(n T d + n T^2 + d^2) temporaries, never an n x d x d tensor."""
+    S, X, y, _ = _instance(key, 40, 0.5)
+    n, T, d = X.shape
+    step = amp._make_half_step("softmax", 1.0, 0.0, "exact", "square")
+    Z = jnp.zeros((n, T, T))
+    compiled = step.lower(X, y, S, 0.5, Z, Z, 0.5, 0.5, n / d**2).compile()
+    mem = compiled.memory_analysis()
+    if mem is None:
+        pytest.skip("memory analysis not available on this backend")
+    temp = mem.temp_size_in_bytes
+    assert temp < 8 * (4 * n * T * d + 8 * d * d + 16 * n * T * T), temp
+    assert temp < 8 * n * d * d / 10  # an n x d x d tensor would be 10 times larger
+
+
+def test_linear_channel_with_noise():
+    """Linear channel, noise 0.5 on h, T = 2, alpha = 0.1, d = 80: AMP within 0.05 of its SE (0.4264)."""
+    k1, k2, k3 = jax.random.split(jax.random.key(3), 3)
+    d = 80
+    S = aim.sample_teacher(k1, d, RHO)
+    X, y = aim.sample_data(k2, S, n=int(0.1 * d * d), T=2, channel="linear", noise=0.5)
+    res = aim.gamp_rie(X, y, RHO, channel="linear", noise=0.5, key=k3, S_true=S, max_iter=60)
+    se = state_evolution(0.1, RHO, 2, "linear", noise=0.5).mmse
+    assert not res.diverged
+    assert abs(res.error - se) < 0.05, (res.error, se)
