@@ -1,0 +1,423 @@
+"""Gradient descent on the attention-indexed model: single students and their average.
+
+Chapter 6 (``book/06_gradient_descent.md``) teaches this module; the equation
+labels below refer to it. A **student** has the teacher's architecture,
+
+    S_hat = W W^T / sqrt(r' d),    W in R^{d x r'},                       (gd-student)
+    h_hat_ab = x_a^T S_hat x_b / sqrt(d) - delta_ab Tr(S_hat) / sqrt(d),
+    y_hat = g(h_hat)  (same channel as the teacher),
+
+and is trained by full-batch Adam (or plain gradient descent) on the square loss
+
+    L(W) = (1/d) sum_mu sum_ab (y_hat_ab(X_mu) - y_ab^mu)^2
+           + weight_decay * Tr(S_hat).                                    (gd-loss)
+
+Since ``S_hat`` is positive semi-definite, ``Tr(S_hat) = ||W||_F^2 / sqrt(r' d)``
+is both the nuclear norm of ``S_hat`` and an L2 penalty on ``W`` ("weight
+decay"), normalised so that ``weight_decay`` is of order one.
+
+``n_init`` students start from independent ``W ~ N(0, 1)`` and are trained
+together in one jitted program (``vmap`` over students, ``lax.scan`` over
+steps). The cost of a step is ``O(n T d r')`` per student: the tokens are
+projected first, ``P = X W`` of shape ``(n, T, r')``, and
+``h_hat = P P^T / (d sqrt(r')) - ||W||_F^2 / (d sqrt(r')) I``; no ``(n, d, d)``
+tensor is ever formed.
+
+Reference: Boncoraglio, Troiani, Erba, Zdeborova, *Bayes optimal learning of
+attention-indexed models*, NeurIPS 2025 (arXiv 2506.01582), the gradient-descent
+experiments (Adam, lr 0.1, 1000 steps, d = 200, 32 initialisations).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+from typing import NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from . import _checks
+
+__all__ = ["GDResult", "train_gd", "student_indices", "student_matrix", "gd_loss", "averaged_errors",
+           "load_gd_data"]
+
+GD_CHANNELS = ("softmax", "linear")
+OPTIMIZERS = ("adam", "gd")
+
+
+class GDResult(NamedTuple):
+    """Result of :func:`train_gd`.
+
+    Attributes:
+        S_hat: ``(d, d)``, the average of the students' ``S`` (the estimator of
+            the posterior mean).
+        S_students: ``(n_init, d, d)``, each student's ``S = W W^T / sqrt(r' d)``.
+        W: ``(n_init, d, r')``, the students' final weights.
+        loss: ``(n_init, steps)``, each student's loss (gd-loss) before each step.
+        final_loss: ``(n_init,)``, each student's loss after the last step.
+        record_steps: ``(R + 1,)``, the steps at which errors were recorded
+            (``0`` is the initialisation).
+        error_students: ``(n_init, R + 1)``, ``||S_k - S_true||_F^2 / d`` along
+            training, or ``None`` without ``S_true``.
+        error_mean: ``(R + 1,)``, ``||mean_k S_k - S_true||_F^2 / d`` along
+            training, or ``None`` without ``S_true``.
+        finite: ``(n_init,)`` bool, whether each student's loss stayed finite
+            (a student that diverged is reported here, never dropped silently).
+        width: the student width ``r'``.
+    """
+
+    S_hat: jax.Array
+    S_students: jax.Array
+    W: jax.Array
+    loss: jax.Array
+    final_loss: jax.Array
+    record_steps: np.ndarray
+    error_students: Optional[jax.Array]
+    error_mean: Optional[jax.Array]
+    finite: jax.Array
+    width: int
+
+
+# --------------------------------------------------------------------------- model pieces
+
+
+def student_indices(W: jax.Array, X: jax.Array) -> jax.Array:
+    """The student's attention indices from its weights, eq. (gd-student), in ``O(n T d r')``.
+
+    ``h_hat = P P^T / (d sqrt(r')) - (||W||_F^2 / (d sqrt(r'))) I`` with ``P = X W``,
+    which equals ``x_a^T S_hat x_b / sqrt(d) - delta_ab Tr(S_hat)/sqrt(d)`` for
+    ``S_hat = W W^T / sqrt(r' d)``.
+
+    Args:
+        W: weights, shape ``(d, r')``.
+        X: tokens, shape ``(n, T, d)``.
+
+    Returns:
+        ``h_hat``, shape ``(n, T, T)``.
+    """
+    d, r = W.shape
+    T = X.shape[-2]
+    norm = d * jnp.sqrt(r)
+    P = X @ W  # (n, T, r)
+    h = jnp.einsum("nar,nbr->nab", P, P) / norm
+    return h - (jnp.sum(W * W) / norm) * jnp.eye(T, dtype=h.dtype)
+
+
+def student_matrix(W: jax.Array) -> jax.Array:
+    """``S_hat = W W^T / sqrt(r' d)`` for weights ``W`` of shape ``(..., d, r')``."""
+    d, r = W.shape[-2], W.shape[-1]
+    return W @ jnp.swapaxes(W, -1, -2) / jnp.sqrt(r * d)
+
+
+def _channel_out(h, channel, beta):
+    if channel == "softmax":
+        return jax.nn.softmax(beta * h, axis=-1)
+    return h
+
+
+def gd_loss(W: jax.Array, X: jax.Array, y: jax.Array, channel: str = "softmax", beta: float = 1.0,
+            weight_decay: float = 0.0) -> jax.Array:
+    """The training loss of one student, eq. (gd-loss).
+
+    ``(1/d) sum_mu sum_ab (g(h_hat)_ab - y_ab)^2 + weight_decay * ||W||_F^2 / sqrt(r' d)``.
+
+    Args:
+        W: weights, shape ``(d, r')``.
+        X: tokens, shape ``(n, T, d)``.
+        y: labels, shape ``(n, T, T)``.
+        channel: ``"softmax"`` or ``"linear"``.
+        beta: inverse temperature of the softmax.
+        weight_decay: strength of the penalty ``Tr(S_hat)``.
+
+    Returns:
+        a scalar.
+    """
+    d, r = W.shape
+    y_hat = _channel_out(student_indices(W, X), channel, beta)
+    data = jnp.sum((y_hat - y) ** 2) / d
+    return data + weight_decay * jnp.sum(W * W) / jnp.sqrt(r * d)
+
+
+def _errors(Ws, S_true):
+    """Per-student errors and the error of the average, ``||.||_F^2 / d``."""
+    d = S_true.shape[0]
+    Ss = student_matrix(Ws)
+    err = jnp.sum((Ss - S_true) ** 2, axis=(1, 2)) / d
+    err_mean = jnp.sum((jnp.mean(Ss, axis=0) - S_true) ** 2) / d
+    return err, err_mean
+
+
+def averaged_errors(S_students: jax.Array, S_true: jax.Array, Ks=None) -> np.ndarray:
+    """Error of the average of the first ``K`` students, ``||mean_{k<K} S_k - S||_F^2 / d``.
+
+    If the students were independent posterior samples this would be
+    ``MMSE (1 + 1/K)`` on average (eq. gd-average).
+
+    Args:
+        S_students: ``(n_init, d, d)``.
+        S_true: ``(d, d)``.
+        Ks: the values of ``K`` (default ``1, 2, 4, ..., n_init``); each in ``[1, n_init]``.
+
+    Returns:
+        array of the errors, one per ``K``.
+    """
+    K_max = int(np.shape(S_students)[0])
+    if Ks is None:
+        Ks = [2**j for j in range(int(math.log2(K_max)) + 1)]
+    out = []
+    for K in Ks:
+        K = _checks.integer_at_least("K", int(K), 1)
+        if K > K_max:
+            raise ValueError(f"K must be in [1, n_init={K_max}], got {K}")
+        M = jnp.mean(S_students[:K], axis=0)
+        out.append(float(jnp.sum((M - S_true) ** 2)) / S_true.shape[0])
+    return np.asarray(out)
+
+
+# --------------------------------------------------------------------------- training
+
+
+def _make_optimizer(optimizer, lr):
+    if optimizer == "adam":
+        return optax.adam(lr)
+    return optax.sgd(lr)
+
+
+def _batched_loss(Ws, X, y, channel, beta, weight_decay):
+    """Per-student losses ``(K,)`` for stacked weights ``Ws`` ``(K, d, r')``."""
+    return jax.vmap(gd_loss, in_axes=(0, None, None, None, None, None))(Ws, X, y, channel, beta, weight_decay)
+
+
+@partial(jax.jit, static_argnames=("channel", "optimizer", "n_records", "record_every", "track"))
+def _run_chunk(carry, X, y, S_true, lr, beta, weight_decay, *, channel, optimizer, n_records, record_every,
+               track):
+    """``n_records * record_every`` steps; returns the new carry, losses and recorded errors."""
+    opt = _make_optimizer(optimizer, lr)
+
+    def total(Ws):
+        losses = _batched_loss(Ws, X, y, channel, beta, weight_decay)
+        return jnp.sum(losses), losses
+
+    def step(c, _):
+        Ws, state = c
+        (_, losses), g = jax.value_and_grad(total, has_aux=True)(Ws)
+        upd, state = jax.vmap(opt.update)(g, state, Ws)
+        return (optax.apply_updates(Ws, upd), state), losses
+
+    def block(c, _):
+        c, losses = jax.lax.scan(step, c, None, length=record_every)
+        if track:
+            err, err_mean = _errors(c[0], S_true)
+        else:
+            err, err_mean = jnp.zeros(c[0].shape[0]), jnp.zeros(())
+        return c, (losses, err, err_mean)
+
+    carry, (losses, err, err_mean) = jax.lax.scan(block, carry, None, length=n_records)
+    # losses: (n_records, record_every, K) -> (K, n_records * record_every)
+    losses = losses.reshape(-1, losses.shape[-1]).T
+    return carry, losses, err.T, err_mean
+
+
+def _largest_divisor_at_most(m, cap):
+    cap = max(1, min(m, cap))
+    for k in range(cap, 0, -1):
+        if m % k == 0:
+            return k
+    return 1
+
+
+def train_gd(
+    key: jax.Array,
+    X,
+    y,
+    rho: float,
+    n_init: int = 1,
+    steps: int = 1000,
+    lr: float = 0.1,
+    channel: str = "softmax",
+    beta: float = 1.0,
+    optimizer: str = "adam",
+    width: Optional[int] = None,
+    weight_decay: float = 0.0,
+    S_true=None,
+    record_every: Optional[int] = None,
+    progress: Optional[bool] = None,
+) -> GDResult:
+    """Train ``n_init`` students by full-batch gradient descent and average them, eq. (gd-loss).
+
+    Each student ``S_k = W_k W_k^T / sqrt(r' d)`` starts from ``W_k ~ N(0, 1)``
+    (independent keys) and minimises
+    ``(1/d) sum_mu sum_ab (g(h_hat(X_mu))_ab - y_ab^mu)^2 + weight_decay Tr(S_k)``
+    with Adam (``optimizer="adam"``) or plain gradient descent (``"gd"``) at
+    learning rate ``lr``, full batch. All students run in one jitted program
+    (``vmap`` over students, ``lax.scan`` over steps, a ``tqdm`` bar over
+    chunks of the scan). The estimator is ``S_hat = mean_k S_k``
+    (eq. gd-average), which approaches the posterior mean when each student
+    behaves like a posterior sample.
+
+    Args:
+        key: ``jax.random`` key for the initialisations.
+        X: tokens, shape ``(n, T, d)``.
+        y: labels, shape ``(n, T, T)``.
+        rho: width ratio of the teacher, ``rho > 0``; the default student width
+            is ``r = round(rho d)``.
+        n_init: number of students (random initialisations), ``>= 1``.
+        steps: optimisation steps, ``>= 1``.
+        lr: learning rate, ``> 0``. Adam at ``lr = 0.1`` is the published
+            setting; plain gradient descent needs a rate of order
+            ``1 / (alpha d)`` (the loss is a sum over ``n = alpha d^2`` samples).
+        channel: ``"softmax"`` (inverse temperature ``beta``) or ``"linear"``.
+        beta: inverse temperature, ``beta >= 0``.
+        optimizer: ``"adam"`` or ``"gd"``.
+        width: student width ``r' >= 1`` (default ``round(rho d)``); larger
+            than the teacher's for an over-parametrised student.
+        weight_decay: penalty ``weight_decay * Tr(S_hat)`` added to the loss, ``>= 0``.
+        S_true: the teacher ``(d, d)``, optional; when given, errors are
+            recorded along training.
+        record_every: record errors every this many steps (default: about 100
+            records); must divide ``steps``.
+        progress: show a ``tqdm`` bar (default: only for runs expected to take
+            more than a few seconds).
+
+    Returns:
+        :class:`GDResult` with ``S_hat``, ``S_students``, loss curves
+        ``(n_init, steps)``, error curves and a per-student ``finite`` flag.
+
+    Example:
+        >>> import jax, aim_tutorial as aim
+        >>> k1, k2, k3 = jax.random.split(jax.random.key(0), 3)
+        >>> S = aim.sample_teacher(k1, 20, 0.5)
+        >>> X, y = aim.sample_data(k2, S, n=200, T=2)
+        >>> res = aim.train_gd(k3, X, y, 0.5, n_init=4, steps=100, S_true=S)
+        >>> res.S_students.shape, res.loss.shape
+        ((4, 20, 20), (4, 100))
+
+    Reference: arXiv 2506.01582, the gradient-descent experiments; taught in
+    chapter 6 (``book/06_gradient_descent.md``).
+    """
+    rho = _checks.positive("rho", rho)
+    n_init = _checks.integer_at_least("n_init", n_init, 1)
+    steps = _checks.integer_at_least("steps", steps, 1)
+    lr = _checks.positive("lr", lr)
+    beta = _checks.nonnegative("beta", beta)
+    weight_decay = _checks.nonnegative("weight_decay", weight_decay)
+    _checks.one_of("channel", channel, GD_CHANNELS)
+    _checks.one_of("optimizer", optimizer, OPTIMIZERS)
+    if np.ndim(X) != 3:
+        raise ValueError(f"X must have shape (n, T, d), got shape {np.shape(X)}")
+    n, T, d = np.shape(X)
+    if np.shape(y) != (n, T, T):
+        raise ValueError(f"y must have shape (n, T, T) = {(n, T, T)}, got shape {np.shape(y)}")
+    if width is None:
+        width = max(1, int(round(rho * d)))
+    width = _checks.integer_at_least("width", width, 1)
+    track = S_true is not None
+    if track:
+        if np.shape(S_true) != (d, d):
+            raise ValueError(f"S_true must have shape (d, d) = {(d, d)}, got shape {np.shape(S_true)}")
+        _checks.square_symmetric("S_true", S_true)
+        S_true = jnp.asarray(S_true, dtype=jnp.float64)
+    else:
+        S_true = jnp.zeros((1, 1))
+    if record_every is None:
+        record_every = _largest_divisor_at_most(steps, max(1, steps // 100))
+    record_every = _checks.integer_at_least("record_every", record_every, 1)
+    if steps % record_every:
+        raise ValueError(f"record_every must divide steps={steps}, got {record_every}")
+    n_rec = steps // record_every
+    # chunks of the scan between progress-bar updates: about 20, all of equal size (one compile)
+    per_chunk = _largest_divisor_at_most(n_rec, max(1, -(-n_rec // 20)))
+    n_chunks = n_rec // per_chunk
+    if progress is None:
+        progress = 6.0 * steps * n_init * n * T * d * width > 2e11  # about 10 s on a laptop core
+    X = jnp.asarray(X, dtype=jnp.float64)
+    y = jnp.asarray(y, dtype=jnp.float64)
+
+    Ws = jax.random.normal(key, (n_init, d, width))
+    opt = _make_optimizer(optimizer, lr)
+    carry = (Ws, jax.vmap(opt.init)(Ws))
+    args = (X, y, S_true, jnp.float64(lr), jnp.float64(beta), jnp.float64(weight_decay))
+    kw = {"channel": channel, "optimizer": optimizer, "n_records": per_chunk, "record_every": record_every,
+          "track": track}
+
+    losses, errs, errs_mean = [], [], []
+    if track:
+        e0, em0 = _errors(Ws, S_true)
+        errs.append(e0[:, None])
+        errs_mean.append(em0[None])
+    chunks = range(n_chunks)
+    if progress:
+        from tqdm.auto import tqdm
+
+        chunks = tqdm(chunks, desc=f"train_gd ({n_init} students, {steps} steps)", unit="chunk")
+    for _ in chunks:
+        carry, l, e, em = _run_chunk(carry, *args, **kw)
+        losses.append(l)
+        if track:
+            errs.append(e)
+            errs_mean.append(em)
+    Ws = carry[0]
+    final_loss = _batched_loss(Ws, X, y, channel, beta, weight_decay)
+    loss = jnp.concatenate(losses, axis=1)
+    finite = jnp.all(jnp.isfinite(loss), axis=1) & jnp.isfinite(final_loss)
+    S_students = student_matrix(Ws)
+    return GDResult(
+        S_hat=jnp.mean(S_students, axis=0),
+        S_students=S_students,
+        W=Ws,
+        loss=loss,
+        final_loss=final_loss,
+        record_steps=np.arange(0, steps + 1, record_every),
+        error_students=jnp.concatenate(errs, axis=1) if track else None,
+        error_mean=jnp.concatenate(errs_mean) if track else None,
+        finite=finite,
+        width=width,
+    )
+
+
+# --------------------------------------------------------------------------- precomputed data
+
+
+class GDData(NamedTuple):
+    """The precomputed grid of ``scripts/gd_paper_data.py`` (see :func:`load_gd_data`).
+
+    Attributes:
+        table: numpy structured array, one row per ``(T, x, seed)``; columns ``T, alpha, x, seed, n,
+            single_mean, single_std, avg_K1, ..., avg_K32, final_loss_mean, n_finite, seconds``.
+        header: the file's comment lines (parameters, seed, versions, commands).
+        d: the dimension the file was computed at.
+    """
+
+    table: np.ndarray
+    header: list
+    d: int
+
+
+def load_gd_data(name: str = "gd_softmax.csv") -> GDData:
+    """Load a data file written by ``scripts/gd_paper_data.py`` from ``aim_tutorial/data``.
+
+    Example:
+        >>> from aim_tutorial.gd import load_gd_data
+        >>> load_gd_data().d > 0
+        True
+    """
+    from importlib.resources import files
+
+    text = (files("aim_tutorial") / "data" / name).read_text()
+    lines = [line for line in text.splitlines() if line.strip()]
+    header = [line[2:] for line in lines if line.startswith("#")]
+    rows = [line for line in lines if not line.startswith("#")]
+    cols = rows[0].split(",")
+    values = np.array([[float(v) for v in line.split(",")] for line in rows[1:]])
+    table = np.rec.fromarrays(values.T, names=cols)
+    d = None
+    for line in header:
+        if line.startswith("d = "):
+            d = int(line.split(",")[0].split("=")[1])
+            break
+    if d is None:
+        raise ValueError(f"{name}: no 'd = ...' line in the header")
+    return GDData(table=table, header=header, d=d)

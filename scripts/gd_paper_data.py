@@ -1,0 +1,115 @@
+"""Averaged and single-student gradient descent over a grid of (T, alpha): the data of chapter 6.
+
+Writes ``aim_tutorial/data/gd_softmax.csv``: for every token count T, every
+``x = alpha (T^2 + T - 2)`` of the grid and every data seed, one teacher and one
+data set, ``n_init`` students trained by full-batch Adam (the published setting:
+lr 0.1, 1000 steps, no weight decay), and the errors ``||S - S_true||_F^2 / d``
+of single students (mean and std over students) and of the average of the first
+K students, K = 1, 2, 4, ..., n_init.
+
+Usage:
+    python scripts/gd_paper_data.py                 # d = 80: the book's grid (CPU; see its header)
+    python scripts/gd_paper_data.py --scale paper   # d = 200, the published size (meant for a GPU)
+    python scripts/gd_paper_data.py --d 60 --seeds 1 --x 0.4 --T 2   # one point, to time it
+
+Rows are appended as they are computed, so an interrupted run leaves a usable file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import sys
+import time
+
+import jax
+import numpy as np
+
+import aim_tutorial as aim
+from aim_tutorial.gd import averaged_errors, train_gd
+
+DEFAULT_X = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
+SCALES = {  # d, seeds
+    "cpu": (80, 1),
+    "paper": (200, 3),
+}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--scale", choices=sorted(SCALES), default="cpu")
+    p.add_argument("--d", type=int, default=None, help="dimension (overrides --scale)")
+    p.add_argument("--seeds", type=int, default=None, help="data seeds per point (overrides --scale)")
+    p.add_argument("--T", type=int, nargs="+", default=[2, 3, 4, 5, 6])
+    p.add_argument("--x", type=float, nargs="+", default=list(DEFAULT_X),
+                   help="values of alpha (T^2 + T - 2)")
+    p.add_argument("--rho", type=float, default=0.5)
+    p.add_argument("--n-init", type=int, default=32)
+    p.add_argument("--steps", type=int, default=1000)
+    p.add_argument("--lr", type=float, default=0.1)
+    p.add_argument("--seed", type=int, default=6)
+    p.add_argument("--append", action="store_true", help="append rows to an existing file (no new header)")
+    p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "aim_tutorial", "data",
+                                               "gd_softmax.csv"))
+    a = p.parse_args(argv)
+    d, seeds = SCALES[a.scale]
+    d = a.d or d
+    seeds = a.seeds or seeds
+    Ks = [2**j for j in range(int(np.log2(a.n_init)) + 1)]
+    cols = ["T", "alpha", "x", "seed", "n", "single_mean", "single_std"] + [f"avg_K{K}" for K in Ks] + [
+        "final_loss_mean", "n_finite", "seconds"]
+    header = [
+        "Gradient descent on the softmax attention-indexed model (chapter 6 of the aim-tutorial book).",
+        "written by scripts/gd_paper_data.py on "
+        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
+        f"aim_tutorial {aim.__version__}, jax {jax.__version__}, device {jax.devices()[0].platform}, "
+        f"{platform.processor() or platform.machine()}",
+        f"command: python scripts/gd_paper_data.py {' '.join(sys.argv[1:] if argv is None else argv)}",
+        f"d = {d}, rho = {a.rho}, beta = 1, noiseless, n_init = {a.n_init} students (W ~ N(0,1)), "
+        f"optimizer = adam, lr = {a.lr}, steps = {a.steps}, weight_decay = 0, full batch",
+        f"seed = {a.seed}: key(seed) folded with (T, index of x in {DEFAULT_X}, data seed); "
+        "teacher, data and inits from it",
+        "errors are ||S - S_true||_F^2 / d; single_* over the n_init students; avg_KK is the error of the",
+        "mean of the first K students' S; n = round(alpha d^2); x = alpha (T^2 + T - 2)",
+    ]
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    if a.append and os.path.exists(a.out):
+        with open(a.out, "a") as f:
+            f.write(f"# {header[2]} (appended)\n")
+    else:
+        with open(a.out, "w") as f:
+            f.write("".join(f"# {h}\n" for h in header))
+            f.write(",".join(cols) + "\n")
+    t_all = time.time()
+    base = jax.random.key(a.seed)
+    for s in range(seeds):
+        for T in a.T:
+            for x in a.x:
+                # the key depends on the value of x (its index in the default grid), not on the list given
+                i = DEFAULT_X.index(x) if x in DEFAULT_X else int(round(1000 * x))
+                alpha = x / (T * T + T - 2)
+                n = max(1, int(round(alpha * d * d)))
+                k = jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(base, T), i), s)
+                k_s, k_d, k_i = jax.random.split(k, 3)
+                S = aim.sample_teacher(k_s, d, a.rho)
+                X, y = aim.sample_data(k_d, S, n, T)
+                t0 = time.time()
+                res = train_gd(k_i, X, y, a.rho, n_init=a.n_init, steps=a.steps, lr=a.lr, S_true=S,
+                               record_every=a.steps, progress=False)
+                err = np.asarray(res.error_students[:, -1])
+                avg = averaged_errors(res.S_students, S, Ks)
+                dt = time.time() - t0
+                row = [T, alpha, x, s, n, err.mean(), err.std(ddof=1) if len(err) > 1 else 0.0, *avg,
+                       float(np.mean(res.final_loss)), int(np.sum(res.finite)), dt]
+                with open(a.out, "a") as f:
+                    f.write(",".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in row) + "\n")
+                print(f"seed {s} T {T} x {x:.2f} n {n}: single {err.mean():.4f} avg{a.n_init} {avg[-1]:.4f} "
+                      f"({dt:.1f} s, total {time.time() - t_all:.0f} s)", flush=True)
+    with open(a.out, "a") as f:
+        f.write(f"# total wall time {time.time() - t_all:.0f} s\n")
+
+
+if __name__ == "__main__":
+    main()
