@@ -1,0 +1,319 @@
+"""Benchmarks of the aim_tutorial package: state evolution, GAMP-RIE against d, gradient descent.
+
+Usage (from the repository root):
+    python benchmarks/run.py                 # the default sizes (a few minutes on 2 CPU cores)
+    python benchmarks/run.py --quick         # tiny sizes, to check the script runs
+    python benchmarks/run.py --amp-d 50 100 200 400 --gd-d 100 200   # larger sizes (a GPU)
+
+Writes ``benchmarks/results.json`` (every number, with the machine, the versions,
+the load average before and after), ``benchmarks/results.md`` (the tables) and
+``benchmarks/gamp_scaling.png`` (time per iteration and peak memory against d).
+Every timing is the median of ``--repeats`` runs after one warm-up run (which pays
+for compilation and the cached tables, reported separately as "cold"), each
+ended by ``block_until_ready()`` on JAX outputs. Each GAMP-RIE size runs in a fresh
+subprocess so that its peak resident memory (``resource.getrusage``) is its own;
+``tracemalloc`` adds the peak of Python-side (numpy) allocations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _block(x):
+    import jax
+
+    return jax.block_until_ready(x)
+
+
+def _timed(fn, repeats):
+    """(cold seconds, median warm seconds, all warm seconds) of ``fn()``."""
+    t0 = time.perf_counter()
+    _block(fn())
+    cold = time.perf_counter() - t0
+    warm = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        _block(fn())
+        warm.append(time.perf_counter() - t0)
+    return cold, statistics.median(warm), warm
+
+
+def machine():
+    import jax
+    import numpy as np
+    import scipy
+
+    import aim_tutorial
+
+    dev = jax.devices()[0]
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return dict(
+        date=f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+        cpu=cpu,
+        cpu_count=os.cpu_count(),
+        affinity=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        device=f"{dev.platform} ({dev.device_kind})",
+        python=platform.python_version(),
+        jax=jax.__version__,
+        numpy=np.__version__,
+        scipy=scipy.__version__,
+        aim_tutorial=aim_tutorial.__version__,
+        loadavg_start=list(os.getloadavg()),
+    )
+
+
+# --------------------------------------------------------------------------- state evolution
+
+
+def bench_se(repeats, n_softmax, n_hardmax):
+    import numpy as np
+
+    from aim_tutorial.state_evolution import state_evolution
+
+    out = {}
+    a_soft = np.linspace(0.0, 0.2, n_softmax)
+    cold, warm, allw = _timed(lambda: state_evolution(a_soft, 0.5, T=2).mmse, repeats)
+    out["softmax"] = dict(points=n_softmax, rho=0.5, T=2, cold_s=cold, warm_s=warm, warm_all_s=allw,
+                          us_per_point=1e6 * warm / n_softmax)
+    a_hard = np.geomspace(0.02, 5.0, n_hardmax)
+    try:
+        cold, warm, allw = _timed(lambda: state_evolution(a_hard, 0.5, T=2, channel="hardmax").mmse, repeats)
+    except Exception as e:  # reported, never silent
+        print(f"  hardmax state evolution failed: {e!r}", flush=True)
+        out["hardmax_error"] = repr(e)
+        return out
+    out["hardmax"] = dict(points=n_hardmax, rho=0.5, T=2, score="exact", cold_s=cold, warm_s=warm,
+                          warm_all_s=allw, us_per_point=1e6 * warm / n_hardmax)
+    return out
+
+
+# --------------------------------------------------------------------------- GAMP-RIE
+
+
+def amp_point(d, alpha, iters, repeats):
+    """One size of the GAMP-RIE benchmark (run in a fresh process by :func:`bench_amp`)."""
+    import jax
+
+    import aim_tutorial as aim
+    from aim_tutorial.amp import gamp_rie
+
+    tracemalloc.start()
+    k1, k2, k3 = jax.random.split(jax.random.key(d), 3)
+    S = aim.sample_teacher(k1, d, 0.5)
+    n = int(round(alpha * d * d))
+    X, y = aim.sample_data(k2, S, n, 2)
+    _block((X, y))
+
+    def run():
+        res = gamp_rie(X, y, 0.5, key=k3, max_iter=iters, tol=1e-300, min_iter=iters, patience=10**6)
+        return res
+
+    t0 = time.perf_counter()
+    res = run()
+    _block(res.S_hat)
+    cold = time.perf_counter() - t0
+    warm = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        res = run()
+        _block(res.S_hat)
+        warm.append((time.perf_counter() - t0) / max(res.n_iter, 1))
+    _, py_peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kilobytes on Linux
+    return dict(d=d, n=n, alpha=alpha, T=2, iters=int(res.n_iter), cold_s=cold,
+                s_per_iter=statistics.median(warm), s_per_iter_all=warm,
+                peak_rss_mb=rss / 2**20, tracemalloc_peak_mb=py_peak / 2**20,
+                data_mb=(X.size + y.size) * 8 / 2**20, naive_tensor_mb=n * d * d * 8 / 2**20)
+
+
+def bench_amp(ds, alpha, iters, repeats):
+    import numpy as np
+
+    rows = []
+    for d in ds:
+        cmd = [sys.executable, os.path.abspath(__file__), "--_amp-point", str(d), str(alpha), str(iters),
+               str(repeats)]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        print(f"  GAMP-RIE d = {d}: {rows[-1]['s_per_iter'] * 1e3:.1f} ms/iteration, "
+              f"peak RSS {rows[-1]['peak_rss_mb']:.0f} MB", flush=True)
+    fit = {}
+    if len(rows) >= 2:
+        dd = np.log([r["d"] for r in rows])
+        fit["time_exponent"] = float(np.polyfit(dd, np.log([r["s_per_iter"] for r in rows]), 1)[0])
+        big = [r for r in rows if r["d"] >= np.median([r["d"] for r in rows])]
+        if len(big) >= 2:
+            fit["time_exponent_large_d"] = float(np.polyfit(np.log([r["d"] for r in big]),
+                                                            np.log([r["s_per_iter"] for r in big]), 1)[0])
+    return dict(alpha=alpha, T=2, rho=0.5, channel="softmax", iters=iters, rows=rows,
+                expected_exponent="4 at large d: O(n T d^2 + d^3) per iteration with n = alpha d^2", **fit)
+
+
+# --------------------------------------------------------------------------- gradient descent
+
+
+def bench_gd(ds, n_init, steps, repeats):
+    import jax
+
+    import aim_tutorial as aim
+    from aim_tutorial.gd import train_gd
+
+    rows = []
+    for d in ds:
+        x = 0.4
+        alpha = x / 4
+        n = int(round(alpha * d * d))
+        k1, k2, k3 = jax.random.split(jax.random.key(d), 3)
+        S = aim.sample_teacher(k1, d, 0.5)
+        X, y = aim.sample_data(k2, S, n, 2)
+        _block((X, y))
+        def fit(k3=k3, X=X, y=y):
+            return train_gd(k3, X, y, 0.5, n_init=n_init, steps=steps, lr=0.1, progress=False).S_hat
+
+        cold, warm, allw = _timed(fit, repeats)
+        rows.append(dict(d=d, n=n, T=2, n_init=n_init, steps=steps, cold_s=cold, warm_s=warm, warm_all_s=allw,
+                         steps_per_s=n_init * steps / warm, samples_per_s=n_init * steps * n / warm))
+        print(f"  GD d = {d}: {rows[-1]['steps_per_s']:.0f} student-steps/s", flush=True)
+    return dict(optimizer="adam", lr=0.1, rho=0.5, alpha=0.1, rows=rows)
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+def write_markdown(res, path):
+    m = res["machine"]
+    L = [
+        "# Benchmarks of aim_tutorial",
+        "",
+        f"Machine: {m['cpu']}, {m['cpu_count']} logical CPUs, device {m['device']}; Python {m['python']}, "
+        f"JAX {m['jax']}, aim_tutorial {m['aim_tutorial']}; {m['date']}.",
+        f"Load average (1, 5, 15 min) at start {', '.join(f'{v:.1f}' for v in m['loadavg_start'])}, at end "
+        f"{', '.join(f'{v:.1f}' for v in res['loadavg_end'])} "
+        "(other jobs shared the machine: timings are upper bounds).",
+        "",
+        "## State evolution",
+        "",
+        "| curve | points | cold (s) | warm (s) | per point (us) |",
+        "|---|---|---|---|---|",
+    ]
+    for k, v in res["se"].items():
+        if not isinstance(v, dict):
+            L.append(f"| {k} | failed: {v} | | | |")
+            continue
+        L.append(f"| {k} | {v['points']} | {v['cold_s']:.2f} | {v['warm_s']:.4f} | {v['us_per_point']:.0f} |")
+    a = res["amp"]
+    L += ["", f"## GAMP-RIE (softmax, T = 2, alpha = {a['alpha']}, {a['iters']} iterations)", "",
+          "| d | n | ms / iteration | peak RSS (MB) | tracemalloc peak (MB) | data (MB) "
+          "| n d^2 tensor (MB) |",
+          "|---|---|---|---|---|---|---|"]
+    for r in a["rows"]:
+        L.append(f"| {r['d']} | {r['n']} | {1e3 * r['s_per_iter']:.1f} | {r['peak_rss_mb']:.0f} | "
+                 f"{r['tracemalloc_peak_mb']:.1f} | {r['data_mb']:.1f} | {r['naive_tensor_mb']:.0f} |")
+    if "time_exponent" in a:
+        large = a.get("time_exponent_large_d")
+        line = f"Fitted exponent of the time per iteration against d: {a['time_exponent']:.2f} over all sizes"
+        line += f", {large:.2f} over the larger half" if large is not None else ""
+        L += ["", line + f" (expected {a['expected_exponent']})."]
+    g = res["gd"]
+    L += ["", f"## Gradient descent (Adam, lr {g['lr']}, T = 2, alpha = {g['alpha']})", "",
+          "| d | n | students | steps | warm (s) | student-steps / s | sample-gradients / s |",
+          "|---|---|---|---|---|---|---|"]
+    for r in g["rows"]:
+        L.append(f"| {r['d']} | {r['n']} | {r['n_init']} | {r['steps']} | {r['warm_s']:.2f} | "
+                 f"{r['steps_per_s']:.0f} | {r['samples_per_s']:.3g} |")
+    with open(path, "w") as f:
+        f.write("\n".join(L) + "\n")
+
+
+def plot(res, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    import aim_tutorial as aim
+
+    aim.plotting.use_style()
+    rows = res["amp"]["rows"]
+    d = np.array([r["d"] for r in rows], dtype=float)
+    t = np.array([r["s_per_iter"] for r in rows])
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.5))
+    ax1.loglog(d, t, "o", label="GAMP-RIE")
+    if len(d) >= 2:
+        ax1.loglog(d, t[-1] * (d / d[-1]) ** 4, ":", color="k", label=r"$\propto d^4$")
+    ax1.set_xlabel("d")
+    ax1.set_ylabel("seconds per iteration")
+    ax1.legend()
+    ax2.loglog(d, [r["peak_rss_mb"] for r in rows], "o", label="peak resident memory")
+    ax2.loglog(d, [r["data_mb"] for r in rows], "s", label="data X, y")
+    ax2.loglog(d, [r["naive_tensor_mb"] for r in rows], "--", color="k",
+               label=r"an $n\times d\times d$ tensor")
+    ax2.set_xlabel("d")
+    ax2.set_ylabel("MB")
+    ax2.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="tiny sizes, to check the script")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--amp-d", type=int, nargs="+", default=[40, 80, 120, 160, 240])
+    p.add_argument("--amp-alpha", type=float, default=0.13)
+    p.add_argument("--amp-iters", type=int, default=8)
+    p.add_argument("--gd-d", type=int, nargs="+", default=[50, 100])
+    p.add_argument("--gd-n-init", type=int, default=8)
+    p.add_argument("--gd-steps", type=int, default=200)
+    p.add_argument("--out", default=HERE, help="output directory (default: benchmarks/)")
+    p.add_argument("--_amp-point", nargs=4, help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a._amp_point:
+        d, alpha, iters, repeats = a._amp_point
+        print(json.dumps(amp_point(int(d), float(alpha), int(iters), int(repeats))))
+        return
+    if a.quick:
+        a.repeats, a.amp_d, a.amp_iters, a.gd_d, a.gd_n_init, a.gd_steps = 1, [20, 30], 3, [20], 2, 20
+    args = sys.argv[1:] if argv is None else argv
+    res = dict(machine=machine(), command="python benchmarks/run.py " + " ".join(args))
+    print("state evolution ...", flush=True)
+    res["se"] = bench_se(a.repeats, 256, 30)
+    for k in ("softmax", "hardmax"):
+        if k in res["se"]:
+            print(f"  {k}, {res['se'][k]['points']} points: {res['se'][k]['warm_s'] * 1e3:.1f} ms warm, "
+                  f"{res['se'][k]['cold_s']:.2f} s cold", flush=True)
+    print("GAMP-RIE ...", flush=True)
+    res["amp"] = bench_amp(a.amp_d, a.amp_alpha, a.amp_iters, a.repeats)
+    print("gradient descent ...", flush=True)
+    res["gd"] = bench_gd(a.gd_d, a.gd_n_init, a.gd_steps, a.repeats)
+    res["loadavg_end"] = list(os.getloadavg())
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    write_markdown(res, os.path.join(a.out, "results.md"))
+    plot(res, os.path.join(a.out, "gamp_scaling.png"))
+    print(f"wrote {a.out}/results.json, results.md, gamp_scaling.png")
+
+
+if __name__ == "__main__":
+    main()
