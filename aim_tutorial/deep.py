@@ -1,0 +1,767 @@
+"""Deep attention: two (or more) attention layers as one attention-indexed model.
+
+Chapter 7 (``book/07_deep_attention.md``) teaches this module; the equation
+labels below refer to it. The teacher has one matrix a layer,
+``S_l = W_l W_l^T / sqrt(r_l d)``, ``rho_l = r_l / d``, and the output is
+
+    B_0 = I,  A_l = B_{l-1} h^l B_{l-1}^T,  B_l = (c I + softmax_beta(A_l)) B_{l-1},
+    y = softmax_beta(A_L),                                                  (deep-aim)
+
+with ``h^l`` the attention indices of ``S_l`` on the original tokens
+(:func:`aim_tutorial.model.deep_as_aim`). What the module provides:
+
+- **exact second moments** of the joint indices: conditionally on the teachers,
+  ``Cov(h^l_ab, h^m_a'b') = Q_lm (delta_aa' delta_bb' + delta_ab' delta_ba')`` with
+  ``Q_lm = Tr(S_l S_m)/d`` (:func:`overlap_matrix`, :func:`index_covariance`),
+  and the limit ``Q_lm -> delta_lm (1 + rho_l) + (1 - delta_lm) sqrt(rho_l rho_m)``
+  for independent teachers (:func:`limit_overlap_matrix`), eq. (deep-Q0);
+- the **counting threshold** ``sum_l (2 rho_l - rho_l^2) / (T^2 + T - 2)``
+  (:func:`deep_alpha_count`), eq. (deep-count);
+- a **two-layer student** trained by full-batch Adam, vmapped over
+  initialisations, at cost ``O(n T d r)`` a step (:func:`train_deep_gd`);
+- the **output channel of deep attention in the Gaussian-equivalent model**:
+  its log-partition ``log Z_out`` by Monte Carlo over the first layer's indices,
+  the L x L conjugate overlap ``q_hat`` (:func:`deep_q_hat`) and a per-layer-RIE
+  state evolution that keeps only the diagonal of ``q_hat``
+  (:func:`deep_state_evolution_diagonal`): a **conjecture**, tested in the chapter
+  against averaged gradient descent.
+
+Reference: Boncoraglio, Troiani, Erba, Zdeborova, *Bayes optimal learning of
+attention-indexed models*, NeurIPS 2025 (arXiv 2506.01582), section 2 (deep
+attention is an AIM); the multi-layer theory here is this book's.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple, Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from . import _checks
+
+__all__ = [
+    "DeepGDResult",
+    "DeepQHat",
+    "DeepSEResult",
+    "deep_alpha_count",
+    "deep_log_zout",
+    "deep_loss",
+    "deep_output",
+    "deep_q_hat",
+    "deep_state_evolution_diagonal",
+    "deep_student_output",
+    "index_covariance",
+    "limit_overlap_matrix",
+    "observed_maps_to_indices",
+    "overlap_matrix",
+    "sample_deep_teacher",
+    "train_deep_gd",
+]
+
+
+# --------------------------------------------------------------------------- the model
+
+
+def sample_deep_teacher(key: jax.Array, d: int, rhos: Sequence[float]) -> list:
+    """Independent teachers ``S_l = W_l W_l^T / sqrt(r_l d)``, one a layer.
+
+    Args:
+        key: a ``jax.random`` key (split into one key a layer).
+        d: embedding dimension, ``d >= 1``.
+        rhos: width ratios ``rho_l > 0``, one a layer (``L = len(rhos) >= 1``).
+
+    Returns:
+        list of ``L`` arrays of shape ``(d, d)``.
+
+    Example:
+        >>> import jax, aim_tutorial as aim
+        >>> [S.shape for S in aim.deep.sample_deep_teacher(jax.random.key(0), 8, [0.5, 1.0])]
+        [(8, 8), (8, 8)]
+    """
+    from .model import sample_teacher
+
+    rhos = _rhos(rhos)
+    return [sample_teacher(k, d, r) for k, r in zip(jax.random.split(key, len(rhos)), rhos)]
+
+
+def deep_output(hs, beta, c):
+    """Traceable eq. (deep-aim): the output from stacked indices ``hs`` of shape ``(L, ..., T, T)``.
+
+    Same maths as :func:`aim_tutorial.model.deep_as_aim` without argument
+    validation, so that ``beta`` and ``c`` may be traced (``jit``, ``grad``).
+    """
+    T = hs.shape[-1]
+    eye = jnp.eye(T, dtype=hs.dtype)
+    B = jnp.broadcast_to(eye, hs.shape[1:])
+    L = hs.shape[0]
+    for ell in range(L):
+        A = B @ hs[ell] @ jnp.swapaxes(B, -1, -2)
+        P = jax.nn.softmax(beta * A, axis=-1)
+        if ell == L - 1:
+            return P
+        B = (c * eye + P) @ B
+    raise AssertionError("unreachable")
+
+
+def observed_maps_to_indices(P_maps, beta, c):
+    """Recover every layer's indices, up to one constant each, from all the attention maps.
+
+    If the maps ``P_l = softmax_beta(A_l)`` of *every* layer are observed, then
+    ``B_{l-1}`` is known and ``A_l`` is known up to ``kappa 1 1^T`` (eq. deep-M);
+    since ``B_{l-1} 1 = (1 + c)^{l-1} 1``, ``h^l = B_{l-1}^{-1} A_l B_{l-1}^{-T}`` is
+    known up to a constant times ``1 1^T``. This returns the representative whose
+    ``(T, T)`` entry is zero, eq. (deep-decouple).
+
+    Args:
+        P_maps: ``(L, ..., T, T)`` row-stochastic attention maps.
+        beta: inverse temperature ``> 0``.
+        c: skip strength.
+
+    Returns:
+        ``(L, ..., T, T)``: ``h^l - h^l_TT 1 1^T`` for every layer.
+    """
+    beta = _checks.positive("beta", beta)
+    P_maps = jnp.asarray(P_maps)
+    T = P_maps.shape[-1]
+    eye = jnp.eye(T, dtype=P_maps.dtype)
+    B = jnp.broadcast_to(eye, P_maps.shape[1:])
+    out = []
+    for ell in range(P_maps.shape[0]):
+        logP = jnp.log(P_maps[ell])
+        phi = (logP - logP[..., -1:]) / beta  # phi_ab = A_ab - A_aT
+        M = phi + jnp.swapaxes(phi[..., -1:, :], -1, -2)  # A_ab - A_TT = phi_ab + phi_Ta
+        Binv = jnp.linalg.inv(B)
+        h = Binv @ M @ jnp.swapaxes(Binv, -1, -2)
+        out.append(h - h[..., -1:, -1:])
+        B = (c * eye + P_maps[ell]) @ B
+    return jnp.stack(out)
+
+
+# --------------------------------------------------------------------------- exact moments
+
+
+def overlap_matrix(Ss, Rs=None) -> np.ndarray:
+    """The L x L overlap matrix ``Q_lm = Tr(S_l R_m) / d``, eq. (deep-Q).
+
+    With ``Rs = None`` this is ``Tr(S_l S_m)/d``, the matrix that sets the exact
+    covariance of the joint attention indices (:func:`index_covariance`).
+
+    Args:
+        Ss: ``L`` matrices of shape ``(d, d)`` (list or ``(L, d, d)`` array).
+        Rs: optional second list of ``L'`` matrices, shape ``(d, d)`` each.
+
+    Returns:
+        NumPy array of shape ``(L, L')``.
+
+    Example:
+        >>> import numpy as np, aim_tutorial as aim
+        >>> aim.deep.overlap_matrix([np.eye(3), 2 * np.eye(3)]).tolist()
+        [[1.0, 2.0], [2.0, 4.0]]
+    """
+    A = np.asarray(jnp.stack([jnp.asarray(S) for S in Ss]))
+    B = A if Rs is None else np.asarray(jnp.stack([jnp.asarray(R) for R in Rs]))
+    if A.ndim != 3 or A.shape[1] != A.shape[2] or B.shape[1:] != A.shape[1:]:
+        raise ValueError(f"Ss and Rs must hold (d, d) matrices of one shape, got {A.shape} and {B.shape}")
+    return np.einsum("lij,mij->lm", A, B) / A.shape[1]
+
+
+def index_covariance(Q, T: int) -> np.ndarray:
+    """Covariance of the stacked upper triangles of ``h^1..h^L``: ``Q kron C``, eq. (deep-cov).
+
+    Conditionally on the teachers and for Gaussian tokens, exactly (at every
+    ``d``): ``Cov(h^l_ab, h^m_a'b') = Q_lm (delta_aa' delta_bb' + delta_ab' delta_ba')``,
+    so on the entries ``a <= b`` (order of ``np.triu_indices(T)``), layer-major,
+    the covariance is ``kron(Q, C)`` with ``C = diag(2 if a = b else 1)``.
+
+    Args:
+        Q: overlap matrix ``(L, L)``, symmetric.
+        T: tokens a sequence, ``>= 1``.
+
+    Returns:
+        array of shape ``(L K, L K)``, ``K = T(T+1)/2``.
+
+    Example:
+        >>> import numpy as np, aim_tutorial as aim
+        >>> aim.deep.index_covariance(np.eye(1), 2).diagonal().tolist()
+        [2.0, 1.0, 2.0]
+    """
+    T = _checks.integer_at_least("T", T, 1)
+    _checks.square_symmetric("Q", Q)
+    i, j = np.triu_indices(T)
+    C = np.diag(np.where(i == j, 2.0, 1.0))
+    return np.kron(np.asarray(Q, dtype=float), C)
+
+
+def limit_overlap_matrix(rhos: Sequence[float]) -> np.ndarray:
+    """Limit of ``Tr(S_l S_m)/d`` for independent teachers, eq. (deep-Q0).
+
+    ``Q0_ll = 1 + rho_l`` and ``Q0_lm = sqrt(rho_l rho_m)`` (``l != m``): the means
+    ``E S_l = sqrt(rho_l) I`` are common to all layers, while the fluctuations
+    ``S_l - sqrt(rho_l) I`` are asymptotically free and traceless, hence orthogonal.
+    At finite ``d`` the off-diagonal expectation is exactly ``sqrt(r_l r_m)/d``.
+
+    Example:
+        >>> import aim_tutorial as aim
+        >>> aim.deep.limit_overlap_matrix([0.5, 0.5]).round(3).tolist()
+        [[1.5, 0.5], [0.5, 1.5]]
+    """
+    r = np.asarray(_rhos(rhos))
+    return np.sqrt(np.outer(r, r)) + np.diag(np.ones_like(r))
+
+
+def deep_alpha_count(rhos: Sequence[float], T: int) -> float:
+    """Counting threshold of noiseless deep softmax attention, eq. (deep-count).
+
+    ``sum_l dof(rho_l) / (T^2 + T - 2)`` with ``dof(rho) = 2 rho - rho^2`` for
+    ``rho <= 1`` and ``1`` beyond: the degrees of freedom of all layers (per
+    ``d^2/2``) against the ``T(T+1)/2 - 1`` constraints a sample. A lower bound on
+    the sample complexity of perfect recovery; that it is the threshold is a
+    conjecture (chapter 7).
+
+    Example:
+        >>> import aim_tutorial as aim
+        >>> aim.deep.deep_alpha_count([0.5, 0.5], 2)
+        0.375
+    """
+    T = _checks.integer_at_least("T", T, 2)
+    dof = sum(2 * r - r * r if r <= 1 else 1.0 for r in _rhos(rhos))
+    return dof / (T * T + T - 2)
+
+
+def _rhos(rhos):
+    if np.ndim(rhos) != 1 or len(rhos) < 1:
+        raise ValueError(f"rhos must be a non-empty sequence of width ratios, got {rhos!r}")
+    return [_checks.positive(f"rhos[{i}]", r) for i, r in enumerate(rhos)]
+
+
+# --------------------------------------------------------------------------- the student
+
+
+def _student_indices(W, X):
+    """``h_hat`` of ``S_hat = W W^T / sqrt(r d)`` in ``O(n T d r)``: ``P = X W``, never ``(d, d)``."""
+    d, r = W.shape
+    T = X.shape[-2]
+    norm = d * jnp.sqrt(r)
+    P = X @ W
+    h = jnp.einsum("nar,nbr->nab", P, P) / norm
+    return h - (jnp.sum(W * W) / norm) * jnp.eye(T, dtype=h.dtype)
+
+
+def _student_matrix(W):
+    d, r = W.shape[-2], W.shape[-1]
+    return W @ jnp.swapaxes(W, -1, -2) / jnp.sqrt(r * d)
+
+
+def deep_student_output(Ws, X, beta=1.0, c=1.0):
+    """A deep student's output, eq. (deep-student), at cost ``O(n T d r)``.
+
+    Each layer has tied weights, ``S_l = W_l W_l^T / sqrt(r_l d)``, its own trace
+    subtracted; the indices are ``P_l P_l^T / (d sqrt(r_l)) - ||W_l||^2/(d sqrt(r_l)) I``
+    with ``P_l = X W_l``, then eq. (deep-aim).
+
+    Args:
+        Ws: tuple of ``L`` weight matrices, shapes ``(d, r_l)``.
+        X: tokens ``(n, T, d)``.
+        beta: inverse temperature.
+        c: skip strength.
+
+    Returns:
+        ``(n, T, T)``.
+    """
+    hs = jnp.stack([_student_indices(W, X) for W in Ws])
+    return deep_output(hs, beta, c)
+
+
+def deep_loss(Ws, X, y, beta=1.0, c=1.0):
+    """Square loss of a deep student, ``(1/d) sum_mu sum_ab (y_hat_ab - y_ab)^2``, eq. (deep-loss)."""
+    d = X.shape[-1]
+    return jnp.sum((deep_student_output(Ws, X, beta, c) - y) ** 2) / d
+
+
+class DeepGDResult(NamedTuple):
+    """Result of :func:`train_deep_gd` (``L`` layers, ``K = n_init`` students, ``R`` records).
+
+    Attributes:
+        S_hat: ``(L, d, d)``, per layer the average of the students' ``S_l``.
+        S_students: ``(K, L, d, d)``, each student's matrices.
+        W: tuple of ``L`` arrays ``(K, d, r_l)``, the final weights.
+        loss: ``(K, steps)``, each student's loss before each step.
+        final_loss: ``(K,)``.
+        record_steps: ``(R + 1,)`` steps at which errors were recorded (0 = initialisation).
+        error_students: ``(K, L, R + 1)`` errors ``||S_{k,l} - S_l||_F^2 / d``, or ``None``.
+        error_mean: ``(L, R + 1)`` errors of the averaged ``S_hat``, or ``None``.
+        finite: ``(K,)`` bool, whether each student's loss stayed finite.
+        widths: the student widths ``(r_1, ..., r_L)``.
+    """
+
+    S_hat: jax.Array
+    S_students: jax.Array
+    W: tuple
+    loss: jax.Array
+    final_loss: jax.Array
+    record_steps: np.ndarray
+    error_students: Optional[jax.Array]
+    error_mean: Optional[jax.Array]
+    finite: jax.Array
+    widths: tuple
+
+
+def _deep_errors(Ws, S_true):
+    """``(K, L)`` per-student errors and ``(L,)`` errors of the average."""
+    d = S_true.shape[-1]
+    Ss = jnp.stack([_student_matrix(W) for W in Ws], axis=1)  # (K, L, d, d)
+    err = jnp.sum((Ss - S_true[None]) ** 2, axis=(-1, -2)) / d
+    err_mean = jnp.sum((jnp.mean(Ss, axis=0) - S_true) ** 2, axis=(-1, -2)) / d
+    return err, err_mean
+
+
+@partial(jax.jit, static_argnames=("n_records", "record_every", "track"))
+def _run(carry, X, y, S_true, lr, beta, c, *, n_records, record_every, track):
+    opt = optax.adam(lr)
+    batched = jax.vmap(deep_loss, in_axes=(0, None, None, None, None))
+
+    def total(Ws):
+        losses = batched(Ws, X, y, beta, c)
+        return jnp.sum(losses), losses
+
+    def step(cr, _):
+        Ws, state = cr
+        (_, losses), g = jax.value_and_grad(total, has_aux=True)(Ws)
+        upd, state = jax.vmap(opt.update)(g, state, Ws)
+        return (optax.apply_updates(Ws, upd), state), losses
+
+    def block(cr, _):
+        cr, losses = jax.lax.scan(step, cr, None, length=record_every)
+        if track:
+            err, err_mean = _deep_errors(cr[0], S_true)
+        else:
+            err, err_mean = jnp.zeros((cr[0][0].shape[0], len(cr[0]))), jnp.zeros((len(cr[0]),))
+        return cr, (losses, err, err_mean)
+
+    carry, (losses, err, err_mean) = jax.lax.scan(block, carry, None, length=n_records)
+    losses = losses.reshape(-1, losses.shape[-1]).T  # (K, steps)
+    return carry, losses, jnp.moveaxis(err, 0, -1), jnp.moveaxis(err_mean, 0, -1)
+
+
+def _divisor_at_most(m, cap):
+    for k in range(max(1, min(m, cap)), 0, -1):
+        if m % k == 0:
+            return k
+    return 1
+
+
+def train_deep_gd(
+    key: jax.Array,
+    X,
+    y,
+    rhos: Sequence[float],
+    n_init: int = 1,
+    steps: int = 1000,
+    lr: float = 0.1,
+    beta: float = 1.0,
+    c: float = 1.0,
+    S_true=None,
+    widths: Optional[Sequence[int]] = None,
+    record_every: Optional[int] = None,
+) -> DeepGDResult:
+    """Train ``n_init`` deep students by full-batch Adam and average them per layer, eq. (deep-loss).
+
+    Student ``k`` has weights ``W_{k,l} ~ N(0, 1)`` of shape ``(d, r_l)``, one a
+    layer, tied queries and keys, ``S_{k,l} = W_{k,l} W_{k,l}^T / sqrt(r_l d)``
+    with its trace subtracted, the teacher's ``beta`` and ``c``, and minimises
+    ``(1/d) sum_mu ||y_hat(X_mu) - y_mu||_F^2``. All students run in one jitted
+    program (``vmap`` over students, ``lax.scan`` over steps); a step costs
+    ``O(n_init n T d sum_l r_l)``, no ``(n, d, d)`` tensor is formed. The
+    estimator of layer ``l`` is the average ``S_hat_l = mean_k S_{k,l}``.
+
+    Args:
+        key: ``jax.random`` key for the initialisations.
+        X: tokens ``(n, T, d)``.
+        y: outputs ``(n, T, T)`` of a deep teacher (``sample_data(..., channel="deep")``).
+        rhos: the teacher's width ratios, one a layer; default student widths
+            ``r_l = round(rho_l d)`` (matched widths).
+        n_init: number of students, ``>= 1``.
+        steps: Adam steps, ``>= 1``.
+        lr: learning rate ``> 0`` (0.1 is the published one-layer setting).
+        beta: inverse temperature ``> 0``.
+        c: skip strength ``>= 0``.
+        S_true: the teachers (list of ``L`` ``(d, d)`` matrices), optional; when
+            given, per-layer errors are recorded along training.
+        widths: student widths ``r_l >= 1``, overriding the matched default.
+        record_every: record errors every this many steps (default about 50
+            records); must divide ``steps``.
+
+    Returns:
+        :class:`DeepGDResult`.
+
+    Example:
+        >>> import jax, aim_tutorial as aim
+        >>> k1, k2, k3 = jax.random.split(jax.random.key(0), 3)
+        >>> Ss = aim.deep.sample_deep_teacher(k1, 12, [0.5, 0.5])
+        >>> X, y = aim.sample_data(k2, Ss, n=100, T=2, channel="deep")
+        >>> res = aim.train_deep_gd(k3, X, y, [0.5, 0.5], n_init=2, steps=20, S_true=Ss)
+        >>> res.S_hat.shape, res.error_mean.shape
+        ((2, 12, 12), (2, 21))
+
+    Chapter 7, eqs. (deep-student)-(deep-loss).
+    """
+    rhos = _rhos(rhos)
+    L = len(rhos)
+    n_init = _checks.integer_at_least("n_init", n_init, 1)
+    steps = _checks.integer_at_least("steps", steps, 1)
+    lr = _checks.positive("lr", lr)
+    beta = _checks.positive("beta", beta)
+    c = _checks.nonnegative("c", c)
+    if np.ndim(X) != 3:
+        raise ValueError(f"X must have shape (n, T, d), got shape {np.shape(X)}")
+    n, T, d = np.shape(X)
+    if np.shape(y) != (n, T, T):
+        raise ValueError(f"y must have shape (n, T, T) = {(n, T, T)}, got shape {np.shape(y)}")
+    if widths is None:
+        widths = [max(1, int(round(r * d))) for r in rhos]
+    if len(widths) != L:
+        raise ValueError(f"widths must hold one width a layer (L = {L}), got {widths!r}")
+    widths = tuple(_checks.integer_at_least(f"widths[{i}]", w, 1) for i, w in enumerate(widths))
+    track = S_true is not None
+    if track:
+        if len(S_true) != L:
+            raise ValueError(f"S_true must hold one (d, d) matrix a layer (L = {L}), got {len(S_true)}")
+        for i, S in enumerate(S_true):
+            if np.shape(S) != (d, d):
+                raise ValueError(f"S_true[{i}] must have shape (d, d) = {(d, d)}, got {np.shape(S)}")
+            _checks.square_symmetric(f"S_true[{i}]", S)
+        S_arr = jnp.stack([jnp.asarray(S, dtype=jnp.float64) for S in S_true])
+    else:
+        S_arr = jnp.zeros((L, 1, 1))
+    if record_every is None:
+        record_every = _divisor_at_most(steps, max(1, steps // 50))
+    record_every = _checks.integer_at_least("record_every", record_every, 1)
+    if steps % record_every:
+        raise ValueError(f"record_every must divide steps={steps}, got {record_every}")
+    X = jnp.asarray(X, dtype=jnp.float64)
+    y = jnp.asarray(y, dtype=jnp.float64)
+
+    keys = jax.random.split(key, L)
+    Ws = tuple(jax.random.normal(k, (n_init, d, w)) for k, w in zip(keys, widths))
+    opt = optax.adam(lr)
+    if track:
+        e0, em0 = _deep_errors(Ws, S_arr)
+    carry = (Ws, jax.vmap(opt.init)(Ws))
+    carry, loss, err, err_mean = _run(
+        carry, X, y, S_arr, jnp.float64(lr), jnp.float64(beta), jnp.float64(c),
+        n_records=steps // record_every, record_every=record_every, track=track)
+    Ws = carry[0]
+    final_loss = jax.vmap(deep_loss, in_axes=(0, None, None, None, None))(Ws, X, y, beta, c)
+    finite = jnp.all(jnp.isfinite(loss), axis=1) & jnp.isfinite(final_loss)
+    S_students = jnp.stack([_student_matrix(W) for W in Ws], axis=1)
+    if track:
+        error_students = jnp.concatenate([e0[..., None], err], axis=-1)
+        error_mean = jnp.concatenate([em0[..., None], err_mean], axis=-1)
+    else:
+        error_students = error_mean = None
+    return DeepGDResult(
+        S_hat=jnp.mean(S_students, axis=0),
+        S_students=S_students,
+        W=Ws,
+        loss=loss,
+        final_loss=final_loss,
+        record_steps=np.arange(0, steps + 1, record_every),
+        error_students=error_students,
+        error_mean=error_mean,
+        finite=finite,
+        widths=widths,
+    )
+
+
+# --------------------------------------------------------------------------- the output channel (L = 2)
+#
+# In the Gaussian-equivalent model the two layers' indices, given the estimates
+# omega = (omega^1, omega^2), are h^l = omega^l + sqrt(V_l) zeta^l with V diagonal
+# (eq. deep-V). Noiseless softmax output: y fixes A_2 = B(h^1) h^2 B(h^1)^T up to a
+# constant, i.e. the K - 1 numbers D_ab = A_ab - A_TT (a <= b, (a, b) != (T, T)),
+# K = T(T+1)/2. Given h^1, D is linear in h^2, so
+#
+#     Z_out(D | omega, V) = E_{h^1 ~ N(omega^1, V_1 C)} N(D; Pi L_B omega^2, V_2 Pi L_B C L_B^T Pi^T),
+#
+# (eq. deep-Zout), with L_B the K x K matrix of h -> B h B^T on upper triangles and Pi
+# the projection onto D. The expectation over h^1 is done by Monte Carlo.
+
+
+def _sym_basis(T):
+    """``(K, T, T)`` symmetric basis: ``E_k`` has ones at ``(a, b)`` and ``(b, a)``, ``a <= b``."""
+    i, j = np.triu_indices(T)
+    E = np.zeros((len(i), T, T))
+    E[np.arange(len(i)), i, j] = 1.0
+    E[np.arange(len(i)), j, i] = 1.0
+    return E
+
+
+def _quotient(T):
+    """``(K - 1, K)`` matrix ``Pi``: upper-triangle vector of ``A`` -> ``A_ab - A_TT``."""
+    K = T * (T + 1) // 2
+    Pi = np.zeros((K - 1, K))
+    Pi[np.arange(K - 1), np.arange(K - 1)] = 1.0
+    Pi[:, K - 1] = -1.0  # the last upper-triangle entry is (T, T)
+    return Pi
+
+
+def _log_zout_one(D, om1, om2, zeta1, V1, V2, beta, c, T):
+    """``log Z_out`` of one sample by Monte Carlo over ``zeta1`` ``(M, K)``; om1, om2 ``(K,)`` upper triangles."""
+    E = jnp.asarray(_sym_basis(T))
+    Pi = jnp.asarray(_quotient(T))
+    i, j = np.triu_indices(T)
+    Cd = jnp.asarray(np.where(i == j, 2.0, 1.0))
+
+    def one(z):
+        u1 = om1 + jnp.sqrt(V1 * Cd) * z
+        h1 = jnp.einsum("k,kab->ab", u1, E)
+        B = c * jnp.eye(T) + jax.nn.softmax(beta * h1, axis=-1)
+        LB = jnp.einsum("ac,kcd,bd->kab", B, E, B)[:, i, j].T  # (K out, K in)
+        M = Pi @ LB
+        mean = M @ om2
+        cov = V2 * (M * Cd) @ M.T
+        chol = jnp.linalg.cholesky(cov)
+        r = jax.scipy.linalg.solve_triangular(chol, D - mean, lower=True)
+        return -0.5 * jnp.sum(r * r) - jnp.sum(jnp.log(jnp.diagonal(chol))) - 0.5 * (T * (T + 1) // 2 - 1) * jnp.log(2 * jnp.pi)
+
+    logs = jax.vmap(one)(zeta1)
+    return jax.scipy.special.logsumexp(logs) - jnp.log(zeta1.shape[0])
+
+
+@partial(jax.jit, static_argnames=("T", "n_omega", "n_inner"))
+def _q_hat_mc(key, q11, q22, q12, V1, V2, beta, c, *, T, n_omega, n_inner):
+    K = T * (T + 1) // 2
+    i, j = np.triu_indices(T)
+    Cd = jnp.asarray(np.where(i == j, 2.0, 1.0))
+    Pi = jnp.asarray(_quotient(T))
+    E = jnp.asarray(_sym_basis(T))
+    k1, k2, k3, k4 = jax.random.split(key, 4)
+    # omega: covariance q kron C; Cholesky of the 2 x 2 q
+    l11 = jnp.sqrt(q11)
+    l21 = q12 / l11
+    l22 = jnp.sqrt(jnp.maximum(q22 - l21 * l21, 0.0))
+    g = jax.random.normal(k1, (n_omega, 2, K)) * jnp.sqrt(Cd)
+    om1 = l11 * g[:, 0]
+    om2 = l21 * g[:, 0] + l22 * g[:, 1]
+    zt = jax.random.normal(k2, (n_omega, 2, K)) * jnp.sqrt(Cd)
+    u1 = om1 + jnp.sqrt(V1) * zt[:, 0]
+    u2 = om2 + jnp.sqrt(V2) * zt[:, 1]
+    h1 = jnp.einsum("nk,kab->nab", u1, E)
+    h2 = jnp.einsum("nk,kab->nab", u2, E)
+    B = c * jnp.eye(T) + jax.nn.softmax(beta * h1, axis=-1)
+    A = B @ h2 @ jnp.swapaxes(B, -1, -2)
+    D = A[:, i, j] @ Pi.T  # (n, K - 1): the output, up to its forgotten constant
+    # two independent inner Monte Carlo sets: E[g_A g_B^T] has no noise-variance bias (cross-fitting)
+    inner_a = jax.random.normal(k3, (n_omega, n_inner, K))
+    inner_b = jax.random.normal(k4, (n_omega, n_inner, K))
+
+    def score(Dm, o1, o2, z):
+        def f(a, b):
+            return _log_zout_one(Dm, a, b, z, V1, V2, beta, c, T)
+
+        return jnp.stack(jax.grad(f, argnums=(0, 1))(o1, o2))  # (2, K)
+
+    def both(args):
+        Dm, o1, o2, za, zb = args
+        return score(Dm, o1, o2, za), score(Dm, o1, o2, zb)
+
+    GA, GB = jax.lax.map(both, (D, om1, om2, inner_a, inner_b), batch_size=256)  # (n, 2, K) each
+    H = jnp.einsum("nlk,k,nmk->nlm", GA, Cd, GB)
+    H = H + jnp.swapaxes(H, -1, -2)  # per-sample 2 sym(g_A,l^T C g_B,m)
+    return jnp.mean(H, axis=0), jnp.std(H, axis=0) / jnp.sqrt(n_omega)
+
+
+class DeepQHat(NamedTuple):
+    """Result of :func:`deep_q_hat`.
+
+    Attributes:
+        q_hat: ``(2, 2)``, the conjugate overlap matrix ``q_hat_lm`` (proportional to ``alpha``).
+        stderr: ``(2, 2)``, Monte Carlo standard errors over the ``omega`` samples.
+    """
+
+    q_hat: np.ndarray
+    stderr: np.ndarray
+
+
+def deep_q_hat(key, alpha, q, V, T: int = 2, beta: float = 1.0, c: float = 1.0,
+               n_omega: int = 4000, n_inner: int = 512) -> DeepQHat:
+    """Conjugate overlaps of two-layer deep attention in the Gaussian-equivalent model, eq. (deep-qhat).
+
+    ``q_hat_lm = 2 alpha E[ g_l^T C g_m ]`` with ``g_l = d log Z_out / d omega^l`` (on
+    the ``K = T(T+1)/2`` entries ``a <= b``), ``C = diag(2 if a = b else 1)``,
+    ``omega ~ N(0, q kron C)``, ``h^l = omega^l + sqrt(V_l) zeta^l`` and ``Z_out``
+    of eq. (deep-Zout) estimated with ``n_inner`` Monte Carlo draws of the first
+    layer's indices; the outer expectation uses ``n_omega`` draws. The score of a
+    Monte Carlo estimate of ``log Z_out`` is noisy, and ``E[g g^T]`` of a noisy ``g``
+    is biased upwards by the noise variance (by a factor of ten at ``n_inner = 16``):
+    each sample's score is therefore computed twice, from two independent inner
+    sets ``A`` and ``B``, and ``E[g_A^T C g_B]`` is used (cross-fitting), which
+    leaves only the ``O(1/n_inner)`` bias of each self-normalised estimate.
+
+    Args:
+        key: ``jax.random`` key (common random numbers: the same key gives the same answer).
+        alpha: sample complexity ``>= 0``.
+        q: ``(2, 2)`` overlap matrix of the estimates (``q_12 = sqrt(rho_1 rho_2)``
+            when the layers decouple, eq. deep-q12).
+        V: ``(V_1, V_2)``, the per-layer errors, each ``> 0``.
+        T: tokens a sequence, ``>= 2``.
+        beta: inverse temperature ``> 0``.
+        c: skip strength ``>= 0``.
+        n_omega, n_inner: Monte Carlo sizes.
+
+    Returns:
+        :class:`DeepQHat`.
+
+    Example:
+        >>> import jax, numpy as np, aim_tutorial as aim
+        >>> r = aim.deep.deep_q_hat(jax.random.key(0), 0.5, np.array([[0.6, 0.5], [0.5, 0.6]]),
+        ...                         (0.9, 0.9), n_omega=64, n_inner=32)
+        >>> r.q_hat.shape
+        (2, 2)
+
+    Chapter 7. The limit ``V_1 -> 0`` (first layer known) gives
+    ``q_hat_22 = alpha (T^2 + T - 2) / V_2`` exactly, the one-layer softmax value.
+    """
+    alpha = _checks.nonnegative("alpha", alpha)
+    T = _checks.integer_at_least("T", T, 2)
+    beta = _checks.positive("beta", beta)
+    c = _checks.nonnegative("c", c)
+    n_omega = _checks.integer_at_least("n_omega", n_omega, 2)
+    n_inner = _checks.integer_at_least("n_inner", n_inner, 1)
+    _checks.square_symmetric("q", q)
+    q = np.asarray(q, dtype=float)
+    if q.shape != (2, 2) or np.linalg.eigvalsh(q).min() < -1e-12:
+        raise ValueError(f"q must be a (2, 2) positive semi-definite matrix, got {q.tolist()}")
+    if len(V) != 2:
+        raise ValueError(f"V must hold two per-layer errors (V_1, V_2), got {V!r}")
+    V1 = _checks.positive("V[0]", V[0])
+    V2 = _checks.positive("V[1]", V[1])
+    m, s = _q_hat_mc(key, q[0, 0], q[1, 1], q[0, 1], V1, V2, beta, c, T=T, n_omega=n_omega, n_inner=n_inner)
+    return DeepQHat(alpha * np.asarray(m), alpha * np.asarray(s))
+
+
+class DeepSEResult(NamedTuple):
+    """Result of :func:`deep_state_evolution_diagonal` (one entry per ``alpha``).
+
+    Attributes:
+        alpha: ``(A,)``.
+        mmse: ``(A, 2)`` per-layer errors ``V_l = Q0_ll - q_ll`` at the fixed point.
+        q_hat: ``(A, 2, 2)``, the full ``q_hat`` at the fixed point (its off-diagonal
+            entry is what the diagonal closure neglects).
+        converged: ``(A,)`` bool, relative change below ``tol`` (or every ``V_l < V_stop``)
+            within ``max_iter``.
+        iterations: ``(A,)``.
+    """
+
+    alpha: np.ndarray
+    mmse: np.ndarray
+    q_hat: np.ndarray
+    converged: np.ndarray
+    iterations: np.ndarray
+
+
+def deep_state_evolution_diagonal(key, alpha, rhos: Sequence[float], T: int = 2, beta: float = 1.0,
+                                  c: float = 1.0, n_omega: int = 4000, n_inner: int = 512,
+                                  damping: float = 0.5, tol: float = 1e-2, max_iter: int = 60,
+                                  V_floor: float = 1e-4, V_stop: float = 1e-3) -> DeepSEResult:
+    """Per-layer-RIE state evolution of two-layer deep attention: a **conjecture**, eq. (deep-se).
+
+    Iterates, from ``V = (1, 1)`` (``alpha = 0``),
+
+        q = [[Q0_11 - V_1, sqrt(rho_1 rho_2)], [sqrt(rho_1 rho_2), Q0_22 - V_2]],
+        q_hat = deep_q_hat(alpha, q, V),
+        V_l <- (1 - damping) mmse_{rho_l}(1 / q_hat_ll) + damping V_l,
+
+    i.e. each layer is denoised by its own RIE with the noise ``1/q_hat_ll`` and the
+    off-diagonal ``q_hat_12`` is dropped. This is exact when the output channel
+    gives ``q_hat_12 = 0`` (e.g. when every layer's attention map is observed,
+    eq. deep-decouple); for deep attention ``q_hat_12 != 0`` and the prior term
+    couples the layers through a spherical integral that the book does not solve.
+    Common random numbers: the same ``key`` at every iteration.
+
+    Args:
+        key: ``jax.random`` key for :func:`deep_q_hat`.
+        alpha: scalar or 1-d array, ``>= 0``.
+        rhos: ``(rho_1, rho_2)``.
+        T, beta, c, n_omega, n_inner: as :func:`deep_q_hat`.
+        damping: fraction of the old ``V`` kept, in ``[0, 1)``.
+        tol: relative convergence tolerance, ``max_l |V_l^new - V_l| / V_l < tol``.
+            Near the perfect-recovery threshold the iteration slows down
+            (its contraction factor tends to one) and may stop at ``max_iter``,
+            flagged in ``converged``.
+        max_iter: iterations, ``>= 1``.
+        V_floor: smallest ``V`` used in the channel (the Monte Carlo is unreliable below).
+        V_stop: once every ``V_l < V_stop`` the iteration is taken to go to perfect
+            recovery and stops (converged, ``V`` reported as reached).
+
+    Returns:
+        :class:`DeepSEResult`; non-convergence is flagged in ``converged``.
+
+    Chapter 7.
+    """
+    from .rmt import mmse_denoising
+
+    rhos = _rhos(rhos)
+    if len(rhos) != 2:
+        raise ValueError(f"rhos must hold two width ratios (L = 2), got {rhos!r}")
+    damping = _checks.nonnegative("damping", damping)
+    if damping >= 1:
+        raise ValueError(f"damping must be in [0, 1), got {damping!r}")
+    max_iter = _checks.integer_at_least("max_iter", max_iter, 1)
+    tol = _checks.positive("tol", tol)
+    a = np.atleast_1d(np.asarray(alpha, dtype=float))
+    if a.ndim != 1 or np.any(a < 0) or not np.all(np.isfinite(a)):
+        raise ValueError("alpha must be a scalar or 1-d array in [0, inf)")
+    Q0 = limit_overlap_matrix(rhos)
+    out_V = np.ones((a.size, 2))
+    out_qh = np.zeros((a.size, 2, 2))
+    conv = np.zeros(a.size, dtype=bool)
+    its = np.zeros(a.size, dtype=int)
+    for idx, al in enumerate(a):
+        V = np.ones(2)
+        if al == 0:
+            conv[idx] = True
+            continue
+        for _it in range(1, max_iter + 1):
+            Vc = np.maximum(V, V_floor)
+            q = Q0 - np.diag(Vc)
+            qh = deep_q_hat(key, al, q, tuple(Vc), T=T, beta=beta, c=c, n_omega=n_omega, n_inner=n_inner).q_hat
+            new = np.array([mmse_denoising(1.0 / max(qh[l, l], 1e-12), rhos[l]) for l in range(2)])
+            new = (1 - damping) * new + damping * V
+            done = np.max(np.abs(new - V) / np.maximum(V, V_floor)) < tol or np.all(new < V_stop)
+            V = new
+            if done:
+                conv[idx] = True
+                break
+        out_V[idx], out_qh[idx], its[idx] = V, qh, it
+    return DeepSEResult(a, out_V, out_qh, conv, its)
+
+
+def deep_log_zout(D, omega1, omega2, zeta, V, T: int = 2, beta: float = 1.0, c: float = 1.0):
+    """Monte Carlo ``log Z_out`` of two-layer deep attention for one sample, eq. (deep-Zout).
+
+    Args:
+        D: ``(K - 1,)``, the output as ``A_ab - A_TT`` over ``a <= b``, ``(a, b) != (T, T)``.
+        omega1, omega2: ``(K,)`` upper triangles (order of ``np.triu_indices(T)``) of the means.
+        zeta: ``(M, K)`` standard normals: the first layer's indices are
+            ``omega1 + sqrt(V_1 C) zeta``.
+        V: ``(V_1, V_2)``, each ``> 0``.
+        T, beta, c: tokens, inverse temperature, skip strength.
+
+    Returns:
+        scalar ``log (1/M) sum_j N(D; Pi L_{B_j} omega2, V_2 Pi L_{B_j} C L_{B_j}^T Pi^T)``.
+    """
+    T = _checks.integer_at_least("T", T, 2)
+    K = T * (T + 1) // 2
+    if np.shape(D) != (K - 1,) or np.shape(omega1) != (K,) or np.shape(omega2) != (K,):
+        raise ValueError(f"D, omega1, omega2 must have shapes ({K - 1},), ({K},), ({K},) for T = {T}")
+    if np.ndim(zeta) != 2 or np.shape(zeta)[1] != K:
+        raise ValueError(f"zeta must have shape (M, {K}), got {np.shape(zeta)}")
+    V1 = _checks.positive("V[0]", V[0])
+    V2 = _checks.positive("V[1]", V[1])
+    return _log_zout_one(jnp.asarray(D), jnp.asarray(omega1), jnp.asarray(omega2), jnp.asarray(zeta),
+                         V1, V2, beta, c, T)

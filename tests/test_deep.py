@@ -1,0 +1,251 @@
+"""Tests of aim_tutorial.deep: deep attention as an AIM, exact moments, the two-layer student, the channel."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import aim_tutorial as aim
+from aim_tutorial import deep
+
+
+def _teachers(key, d, rhos):
+    return deep.sample_deep_teacher(key, d, rhos)
+
+
+# --------------------------------------------------------------------------- the model
+
+
+@pytest.mark.parametrize("c", [0.0, 0.7, 3.0])
+def test_aim_form_equals_literal_and_traceable_output(key, c):
+    k1, k2 = jax.random.split(key)
+    Ss = _teachers(k1, 25, [0.5, 0.8, 0.3])
+    X = aim.sample_tokens(k2, 20, 4, 25)
+    hs = jnp.stack([aim.attention_indices(X, S) for S in Ss])
+    y_aim = aim.deep_as_aim(list(hs), 1.3, c)
+    np.testing.assert_allclose(deep.deep_output(hs, 1.3, c), y_aim, atol=1e-13)
+    np.testing.assert_allclose(aim.deep_attention_literal(X, Ss, 1.3, c), y_aim, atol=1e-11)
+
+
+def test_gradients_of_literal_and_aim_forms_agree(key):
+    # d y / d S_l through the literal recursion on tokens equals the derivative through h^l(S_l):
+    # the two are the same function of (S_1, S_2), so the gradients agree to rounding (1e-10).
+    k1, k2, k3 = jax.random.split(key, 3)
+    Ss = _teachers(k1, 15, [0.5, 0.5])
+    X = aim.sample_tokens(k2, 6, 3, 15)
+    w = jax.random.normal(k3, (6, 3, 3))
+
+    def f_literal(S1, S2):
+        return jnp.sum(w * aim.deep_attention_literal(X, [S1, S2], 1.0, 1.0))
+
+    def f_aim(S1, S2):
+        hs = jnp.stack([aim.model._indices(X, S1), aim.model._indices(X, S2)])
+        return jnp.sum(w * deep.deep_output(hs, 1.0, 1.0))
+
+    g_lit = jax.grad(f_literal, argnums=(0, 1))(*Ss)
+    g_aim = jax.grad(f_aim, argnums=(0, 1))(*Ss)
+    for a, b in zip(g_lit, g_aim):
+        np.testing.assert_allclose(a, b, atol=1e-10)
+    # and against a central finite difference along a random symmetric direction (error O(eps^2))
+    E = jax.random.normal(k3, (15, 15))
+    E = (E + E.T) / 2
+    eps = 1e-5
+    fd = (f_aim(Ss[0] + eps * E, Ss[1]) - f_aim(Ss[0] - eps * E, Ss[1])) / (2 * eps)
+    assert abs(float(fd) - float(jnp.sum(g_aim[0] * E))) < 1e-7
+
+
+def test_output_depends_on_tokens_only_through_indices(key):
+    # Move every token along a direction v in ker S_1 ∩ ker S_2 (dimension d - r_1 - r_2 > 0):
+    # h^1, h^2 do not change, hence neither does y, while X does.
+    k1, k2, k3 = jax.random.split(key, 3)
+    d = 30
+    Ss = _teachers(k1, d, [0.2, 0.3])
+    M = np.vstack([np.asarray(S) for S in Ss])
+    Vt = np.linalg.svd(M)[2]
+    v = Vt[-1]  # a null vector of both
+    assert np.abs(M @ v).max() < 1e-10
+    X = aim.sample_tokens(k2, 10, 3, d)
+    t = jax.random.normal(k3, (10, 3, 1))
+    X2 = X + 5.0 * t * v
+    assert float(jnp.abs(X2 - X).max()) > 1.0
+    y1 = aim.deep_attention_literal(X, Ss, 1.0, 1.0)
+    y2 = aim.deep_attention_literal(X2, Ss, 1.0, 1.0)
+    np.testing.assert_allclose(y1, y2, atol=1e-10)
+
+
+def test_observed_maps_give_each_layer_up_to_a_constant(key):
+    k1, k2 = jax.random.split(key)
+    Ss = _teachers(k1, 20, [0.5, 0.5, 0.5])
+    X = aim.sample_tokens(k2, 8, 4, 20)
+    hs = jnp.stack([aim.attention_indices(X, S) for S in Ss])
+    # the maps of every layer
+    T = 4
+    B = jnp.broadcast_to(jnp.eye(T), (8, T, T))
+    maps = []
+    for h in hs:
+        P = jax.nn.softmax(1.5 * (B @ h @ jnp.swapaxes(B, -1, -2)), axis=-1)
+        maps.append(P)
+        B = (0.6 * jnp.eye(T) + P) @ B
+    rec = deep.observed_maps_to_indices(jnp.stack(maps), 1.5, 0.6)
+    np.testing.assert_allclose(rec, hs - hs[..., -1:, -1:], atol=1e-9)
+
+
+# --------------------------------------------------------------------------- exact moments
+
+
+def test_index_covariance_exact_at_finite_d(key):
+    # Cov(h^l_ab, h^m_ab) = Q_lm C_ab with Q_lm = Tr(S_l S_m)/d of THESE teachers, at d = 20.
+    # 60000 samples: standard error of a covariance entry ~ sqrt(2/n) * 3 ~ 0.02; tolerance 0.08.
+    k1, k2 = jax.random.split(key)
+    d, T, n = 20, 2, 60000
+    Ss = _teachers(k1, d, [0.5, 1.0])
+    Q = deep.overlap_matrix(Ss)
+    X = aim.sample_tokens(k2, n, T, d)
+    i, j = np.triu_indices(T)
+    v = np.concatenate([np.asarray(aim.attention_indices(X, S))[:, i, j] for S in Ss], axis=1)
+    emp = np.cov(v.T)
+    np.testing.assert_allclose(emp, deep.index_covariance(Q, T), atol=0.08)
+    assert np.abs(v.mean(0)).max() < 0.05
+
+
+def test_cross_overlap_mean_is_exact(key):
+    # E Tr(S_1 S_2)/d = sqrt(r_1 r_2)/d exactly (independent teachers); E Tr S^2/d = (d + r + 1)/d.
+    # 200 pairs at d = 40: standard error ~ 0.01; tolerance 0.03.
+    d = 40
+    Ps = [deep.overlap_matrix(_teachers(k, d, [0.5, 0.25])) for k in jax.random.split(key, 200)]
+    m = np.mean(Ps, axis=0)
+    r1, r2 = 20, 10
+    assert abs(m[0, 1] - np.sqrt(r1 * r2) / d) < 0.03
+    assert abs(m[0, 0] - (d + r1 + 1) / d) < 0.03
+    np.testing.assert_allclose(deep.limit_overlap_matrix([0.5, 0.25]),
+                               [[1.5, np.sqrt(0.125)], [np.sqrt(0.125), 1.25]], atol=1e-14)
+
+
+def test_counting_threshold_and_jacobian_rank(key):
+    assert deep.deep_alpha_count([0.5, 0.5], 2) == pytest.approx(0.375)
+    assert deep.deep_alpha_count([0.5, 2.0], 3) == pytest.approx((0.75 + 1.0) / 10)
+    # local identifiability: rank of the Jacobian of (W_1, W_2) -> (A_2 - A_TT) over n samples is
+    # min(n (K - 1), dof_1 + dof_2), dof = d r - r(r - 1)/2 (no symmetry beyond O(r_1) x O(r_2)).
+    d, r, T = 6, 3, 2
+    dof = 2 * (d * r - r * (r - 1) // 2)
+    k1, k2 = jax.random.split(key)
+    W = jax.random.normal(k1, (2, d, r))
+
+    def D_of(Wflat, X):
+        W1, W2 = Wflat.reshape(2, d, r)
+        hs = jnp.stack([deep._student_indices(W1, X), deep._student_indices(W2, X)])
+        A = jnp.log(deep.deep_output(hs, 1.0, 1.0))
+        return (A[:, 0, 0] - A[:, 0, 1], A[:, 1, 1] - A[:, 1, 0])
+
+    jac = jax.jit(jax.jacfwd(D_of))
+    for n in (10, 25):
+        X = aim.sample_tokens(jax.random.fold_in(k2, n), n, T, d)
+        J = jnp.concatenate(jac(W.ravel(), X))
+        rank = np.linalg.matrix_rank(np.asarray(J), tol=1e-8)
+        assert rank == min(n * 2, dof)
+
+
+# --------------------------------------------------------------------------- the student
+
+
+def test_student_output_matches_literal_with_student_matrices(key):
+    k1, k2 = jax.random.split(key)
+    d = 16
+    Ws = (jax.random.normal(k1, (d, 8)), jax.random.normal(k2, (d, 5)))
+    X = aim.sample_tokens(jax.random.fold_in(key, 1), 7, 3, d)
+    Ss = [deep._student_matrix(W) for W in Ws]
+    np.testing.assert_allclose(deep.deep_student_output(Ws, X, 0.8, 1.2),
+                               aim.deep_attention_literal(X, Ss, 0.8, 1.2), atol=1e-11)
+
+
+def test_train_deep_gd_learns_both_layers(key):
+    # x = alpha (T^2 + T - 2) = 4, well above the counting threshold 1.5: at d = 16 the average of
+    # 2 students reaches an error below 0.05 on each layer in 300 Adam steps (it is ~1e-4 in practice).
+    k1, k2, k3 = jax.random.split(key, 3)
+    d, T = 16, 2
+    Ss = _teachers(k1, d, [0.5, 0.5])
+    X, y = aim.sample_data(k2, Ss, n=256, T=T, channel="deep", beta=1.0, c=1.0)
+    res = deep.train_deep_gd(k3, X, y, [0.5, 0.5], n_init=2, steps=300, S_true=Ss, record_every=100)
+    assert res.S_hat.shape == (2, d, d) and res.S_students.shape == (2, 2, d, d)
+    assert res.loss.shape == (2, 300) and res.error_students.shape == (2, 2, 4)
+    assert res.error_mean.shape == (2, 4) and list(res.record_steps) == [0, 100, 200, 300]
+    assert bool(jnp.all(res.finite))
+    # record 0 is the initialisation: error of W ~ N(0,1) students, of order one
+    assert float(res.error_mean[0, 0]) > 0.5
+    assert float(jnp.max(res.error_mean[:, -1])) < 0.05
+    assert float(jnp.max(res.final_loss)) < 0.1 * float(jnp.min(res.loss[:, 0]))
+    # S_hat is the average of the students, and the recorded final error is its error
+    np.testing.assert_allclose(res.S_hat, res.S_students.mean(0), atol=1e-14)
+    e = [float(jnp.sum((res.S_hat[l] - Ss[l]) ** 2)) / d for l in range(2)]
+    np.testing.assert_allclose(e, res.error_mean[:, -1], rtol=1e-10)
+
+
+def test_train_deep_gd_validation(key):
+    S = _teachers(key, 8, [0.5, 0.5])
+    X, y = aim.sample_data(key, S, n=10, T=2, channel="deep")
+    with pytest.raises(ValueError, match="rhos"):
+        deep.train_deep_gd(key, X, y, [0.5, -1.0])
+    with pytest.raises(ValueError, match="n_init"):
+        deep.train_deep_gd(key, X, y, [0.5, 0.5], n_init=0)
+    with pytest.raises(ValueError, match="y must"):
+        deep.train_deep_gd(key, X, y[:, :1], [0.5, 0.5])
+    with pytest.raises(ValueError, match="widths"):
+        deep.train_deep_gd(key, X, y, [0.5, 0.5], widths=[3])
+    with pytest.raises(ValueError, match="record_every"):
+        deep.train_deep_gd(key, X, y, [0.5, 0.5], steps=10, record_every=3)
+    with pytest.raises(ValueError, match="S_true"):
+        deep.train_deep_gd(key, X, y, [0.5, 0.5], S_true=S[:1])
+    with pytest.raises(ValueError, match="c must"):
+        deep.train_deep_gd(key, X, y, [0.5, 0.5], c=-1.0)
+
+
+# --------------------------------------------------------------------------- the channel
+
+
+def test_q_hat_first_layer_known_is_one_layer_softmax(key):
+    # V_1 -> 0: the first layer is known, y gives K - 1 = 2 linear measurements of h^2 with
+    # covariance V_2 M C M^T, so q_hat_22 = alpha (T^2 + T - 2) / V_2 exactly. Monte Carlo with
+    # 3000 samples: relative standard error ~ 3%; tolerance 5 standard errors.
+    Q0 = deep.limit_overlap_matrix([0.5, 0.5])
+    V = (1e-6, 0.5)
+    r = deep.deep_q_hat(key, 0.3, Q0 - np.diag(V), V, T=2, n_omega=3000, n_inner=8)
+    assert abs(r.q_hat[1, 1] - 0.3 * 4 / 0.5) < 5 * r.stderr[1, 1]
+    assert r.q_hat[0, 0] > 0 and np.allclose(r.q_hat, r.q_hat.T)
+
+
+def test_q_hat_validation(key):
+    q = deep.limit_overlap_matrix([0.5, 0.5]) - np.eye(2)
+    with pytest.raises(ValueError, match="alpha"):
+        deep.deep_q_hat(key, -1.0, q, (1.0, 1.0))
+    with pytest.raises(ValueError, match="V"):
+        deep.deep_q_hat(key, 1.0, q, (1.0,))
+    with pytest.raises(ValueError, match="q must"):
+        deep.deep_q_hat(key, 1.0, np.eye(3), (1.0, 1.0))
+    with pytest.raises(ValueError, match="rhos"):
+        deep.deep_state_evolution_diagonal(key, 0.1, [0.5])
+    res = deep.deep_state_evolution_diagonal(key, 0.0, [0.5, 0.5])
+    assert res.converged[0] and np.allclose(res.mmse, 1.0)
+
+
+def test_log_zout_matches_direct_formula(key):
+    # eq. (deep-Zout) for T = 2 written out with numpy/scipy for one sample: agreement to rounding.
+    from scipy import stats
+
+    rng = np.random.default_rng(0)
+    D, o1, o2, zeta = rng.normal(size=2), rng.normal(size=3), rng.normal(size=3), rng.normal(size=(16, 3))
+    V1, V2, beta, c = 0.4, 0.6, 1.3, 0.7
+    Cd = np.array([2.0, 1.0, 2.0])
+    basis = [np.array([[1.0, 0], [0, 0]]), np.array([[0, 1.0], [1.0, 0]]), np.array([[0, 0], [0, 1.0]])]
+    Pi = np.array([[1.0, 0, -1], [0, 1, -1]])
+    logs = []
+    for z in zeta:
+        h1 = sum(uk * E for uk, E in zip(o1 + np.sqrt(V1 * Cd) * z, basis))
+        P = np.exp(beta * h1) / np.exp(beta * h1).sum(1, keepdims=True)
+        B = c * np.eye(2) + P
+        M = Pi @ np.stack([(B @ E @ B.T)[[0, 0, 1], [0, 1, 1]] for E in basis], axis=1)
+        logs.append(stats.multivariate_normal(M @ o2, V2 * (M * Cd) @ M.T).logpdf(D))
+    ref = np.logaddexp.reduce(logs) - np.log(len(logs))
+    got = float(deep.deep_log_zout(D, o1, o2, zeta, (V1, V2), T=2, beta=beta, c=c))
+    assert abs(got - ref) < 1e-10
+    with pytest.raises(ValueError, match="zeta"):
+        deep.deep_log_zout(D, o1, o2, zeta[:, :2], (V1, V2))
