@@ -56,3 +56,9 @@ sync:
 
 clean:
 	rm -rf _build
+
+# Python 3.12 with the newest, unpinned JAX (what Colab has): installs into $OUT/venv
+# (default /tmp/aim_py312), runs the fast tests and executes every chapter at AIM_SCALE=smoke.
+.PHONY: test-py312
+test-py312:
+	bash scripts/py312_check.sh

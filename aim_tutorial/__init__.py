@@ -19,5 +19,57 @@ from .model import (  # noqa: F401
     symmetric_noise,
     teacher_width,
 )
+from .rmt import (  # noqa: F401
+    SpectralLaw,
+    hilbert_transform,
+    marchenko_pastur_density,
+    mmse_denoising,
+    rie_denoise,
+    rie_eigenvalues,
+    sample_goe,
+    semicircle_density,
+    spectral_density,
+    spectral_integral,
+    stieltjes,
+    support_edges,
+)
+
+from . import replica  # noqa: F401  (chapter 3: aim.replica.*)
+from .replica import (  # noqa: F401
+    denoising_free_entropy,
+    denoising_mutual_information,
+    sample_equivalent_indices,
+)
+
+from .state_evolution import (  # noqa: F401
+    SEResult,
+    alpha_perfect_recovery,
+    free_entropy,
+    generic_state_evolution,
+    label_space_error,
+    q_hat_of,
+    state_evolution,
+)
+from .channels import (  # noqa: F401
+    generic_output_score,
+    log_partition,
+    output_score,
+    symmetric_gradient,
+)
+
+from . import gd  # noqa: F401  (chapter 6: aim.gd.*)
+from .gd import GDResult, averaged_errors, train_gd  # noqa: F401
+
+from .amp import (  # noqa: F401
+    GampRieHistory,
+    GampRieResult,
+    GampRieSEResult,
+    gamp_rie,
+    gamp_rie_state_evolution,
+    prior_input,
+)
+
+from . import deep  # noqa: F401  (chapter 7: aim.deep.*)
+from .deep import DeepGDResult, train_deep_gd  # noqa: F401
 
 __version__ = "0.1.0"

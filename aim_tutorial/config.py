@@ -36,10 +36,96 @@ def scale() -> str:
 # Problem sizes of each chapter at each scale. A chapter reads its own entry
 # with ``sizes("model")``; add an entry here, never hard-code sizes in a chapter.
 _SIZES = {
+    "explore": {  # chapter 8: live state evolutions checked against aim_tutorial/data/explore_tables.csv
+        "smoke": dict(live_rhos=(0.5,), live_hardmax=False),
+        "book": dict(live_rhos=(0.5, 1.0), live_hardmax=True),
+        "paper": dict(live_rhos=(0.1, 0.5, 1.0, 2.0), live_hardmax=True),
+    },
+    "amp": {
+        # smoke: the chapter's checks are finite-size statements that need d >= 60; fewer live runs only
+        "smoke": dict(d_small=60, d_track=120, d_live=80, n_live=1, d_spectrum=200, d_hardmax=60, d_sizes=(60,),
+                      d_timing=(60, 80)),
+        "book": dict(d_small=60, d_track=120, d_live=80, n_live=1, d_spectrum=200, d_hardmax=60, d_sizes=(60, 80),
+                     d_timing=(60, 80, 120)),
+        "paper": dict(d_small=60, d_track=200, d_live=150, n_live=4, d_spectrum=600, d_hardmax=80,
+                      d_sizes=(50, 100, 200), d_timing=(50, 100, 200, 400)),
+    },
+    # python -m aim_tutorial reproduce: one entry a figure (gd-single and gd-averaged share "gd")
+    "reproduce": {
+        "smoke": {
+            "softmax-se": dict(rho=0.5, T=(2, 3), n_alpha=24),
+            "hardmax-se": dict(rho=0.5, alpha_min=0.05, alpha_max=3.0, n_alpha=6),
+            "hardmax-rescaled": dict(rhos=(0.5,), x_min=0.1, x_max=10.0, n_alpha=6),
+            "amp-se": dict(rho=0.5, d=30, alphas=(0.05, 0.13), seeds=1, max_iter=60, n_line=24),
+            "amp-hardmax": dict(rho=0.5, d=24, alphas=(0.3, 1.0), seeds=1, max_iter=60, n_line=8),
+            "gd": dict(d=16, rho=0.5, T=(2,), x=(0.2, 0.6), seeds=1, n_init=2, steps=50, lr=0.1),
+            "deep": dict(d=12, rhos=(0.5, 0.5), T=2, c=1.0, x=(1.0, 3.0), n_init=2, steps=50, lr=0.1),
+        },
+        "book": {
+            "softmax-se": dict(rho=0.5, T=(2, 3, 4, 6), n_alpha=256),
+            "hardmax-se": dict(rho=0.5, alpha_min=0.02, alpha_max=5.0, n_alpha=30),
+            "hardmax-rescaled": dict(rhos=(0.05, 0.5, 5.0), x_min=0.1, x_max=20.0, n_alpha=30),
+            "amp-se": dict(rho=0.5, d=80, alphas=(0.03, 0.06, 0.09, 0.12, 0.15, 0.18, 0.22), seeds=2,
+                           max_iter=200, n_line=128),
+            "amp-hardmax": dict(rho=0.5, d=60, alphas=(0.2, 0.4, 0.68, 1.0, 1.6), seeds=2, max_iter=200,
+                                n_line=30),
+            "gd": dict(d=60, rho=0.5, T=(2, 3), x=(0.2, 0.4, 0.6, 0.8, 1.0), seeds=1, n_init=8, steps=1000,
+                       lr=0.1),
+            "deep": dict(d=30, rhos=(0.5, 0.5), T=2, c=1.0, x=(0.5, 1.0, 1.5, 2.0, 3.0, 4.0), n_init=4,
+                         steps=1000, lr=0.1),
+        },
+        "paper": {
+            "softmax-se": dict(rho=0.5, T=(2, 3, 4, 5, 6), n_alpha=1024),
+            "hardmax-se": dict(rho=0.5, alpha_min=0.02, alpha_max=10.0, n_alpha=128),
+            "hardmax-rescaled": dict(rhos=(0.01, 0.1, 0.5, 5.0), x_min=0.1, x_max=50.0, n_alpha=128),
+            "amp-se": dict(rho=0.5, d=200, alphas=tuple(round(0.015 * k, 3) for k in range(1, 15)), seeds=5,
+                           max_iter=300, n_line=256),
+            "amp-hardmax": dict(rho=0.5, d=150, alphas=(0.1, 0.2, 0.3, 0.5, 0.68, 1.0, 1.6, 2.5), seeds=3,
+                                max_iter=300, n_line=128),
+            "gd": dict(d=200, rho=0.5, T=(2, 3, 4, 5, 6), x=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0),
+                       seeds=3, n_init=32, steps=1000, lr=0.1),
+            "deep": dict(d=100, rhos=(0.5, 0.5), T=2, c=1.0, x=(0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0), n_init=8,
+                         steps=1000, lr=0.1),
+        },
+    },
+    "replica": {
+        "smoke": dict(d=40, n=4000, n_mc=4000, d_rie=150, d_energy=(100, 200), n_gh=40),
+        "book": dict(d=120, n=20000, n_mc=12000, d_rie=300, d_energy=(200, 600), n_gh=40),
+        "paper": dict(d=400, n=100000, n_mc=200000, d_rie=1500, d_energy=(500, 3000), n_gh=80),
+    },
     "model": {
         "smoke": dict(d=60, n=400, d_spectrum=200, d_grid=(20, 40, 80)),
         "book": dict(d=200, n=4000, d_spectrum=1000, d_grid=(25, 50, 100, 200, 400)),
         "paper": dict(d=400, n=20000, d_spectrum=2000, d_grid=(50, 100, 200, 400, 800)),
+    },
+    "deep": {
+        "smoke": dict(d_cov=20, n_cov=4000, d_live=16, n_init_live=2, steps_live=300, x_live=(1.0, 4.0),
+                      n_omega_live=200),
+        "book": dict(d_cov=40, n_cov=20000, d_live=30, n_init_live=4, steps_live=400, x_live=(1.0, 3.0),
+                     n_omega_live=1000),
+        "paper": dict(d_cov=100, n_cov=100000, d_live=60, n_init_live=8, steps_live=1000, x_live=(1.0, 2.0, 3.0),
+                      n_omega_live=4000),
+    },
+    "rmt": {  # chapter 2: d_hist one spectrum; d_grid x seeds the finite-size rate; d_compare the estimator figure
+        "smoke": dict(d_hist=100, d_grid=(50, 100, 200), seeds=2, d_compare=100, n_compare=3, d_tangent=100),
+        "book": dict(d_hist=1000, d_grid=(50, 100, 200, 400), seeds=6, d_compare=300, n_compare=6, d_tangent=400),
+        "paper": dict(d_hist=2000, d_grid=(100, 200, 400, 800, 1600), seeds=8, d_compare=1000, n_compare=8,
+                      d_tangent=1000),
+    },
+    "bayes_optimal": {  # chapter 4: curve points, phase-diagram rows, Monte Carlo sizes
+        "smoke": dict(n_alpha=48, n_rho_phase=3, n_mc=20_000, n_omega=128, n_zeta=1024, n_m=8,
+                      rhos=(0.5, 1.0), rhos_hardmax=(0.5,)),
+        "book": dict(n_alpha=160, n_rho_phase=8, n_mc=60_000, n_omega=512, n_zeta=4096, n_m=10,
+                     rhos=(0.1, 0.2, 0.3, 0.5, 1.0, 2.0), rhos_hardmax=(0.1, 0.5, 1.0, 2.0)),
+        "paper": dict(n_alpha=400, n_rho_phase=24, n_mc=400_000, n_omega=2048, n_zeta=16384, n_m=20,
+                      rhos=(0.1, 0.2, 0.3, 0.5, 1.0, 2.0), rhos_hardmax=(0.1, 0.5, 1.0, 2.0)),
+    },
+    "gd": {  # chapter 6: live gradient-descent runs (the d = 80 / 200 grids come from scripts/gd_paper_data.py)
+        "smoke": dict(d=20, n_init=8, steps=300, seeds=1, Ts=(2,), xs=(0.4,), x_pr=1.2, d_small=16, n_explore=8),
+        "book": dict(d=60, n_init=16, steps=400, seeds=2, Ts=(2, 4), xs=(0.2, 0.4, 0.6), x_pr=1.2, d_small=16,
+                     n_explore=8),
+        "paper": dict(d=100, n_init=32, steps=1000, seeds=4, Ts=(2, 3, 4, 5, 6), xs=(0.2, 0.4, 0.6, 0.8),
+                      x_pr=1.2, d_small=16, n_explore=32),
     },
 }
 

@@ -726,7 +726,7 @@ def deep_state_evolution_diagonal(key, alpha, rhos: Sequence[float], T: int = 2,
         if al == 0:
             conv[idx] = True
             continue
-        for _it in range(1, max_iter + 1):
+        for it in range(1, max_iter + 1):  # noqa: B007  (it is reported after the loop)
             Vc = np.maximum(V, V_floor)
             q = Q0 - np.diag(Vc)
             qh = deep_q_hat(key, al, q, tuple(Vc), T=T, beta=beta, c=c, n_omega=n_omega, n_inner=n_inner).q_hat
