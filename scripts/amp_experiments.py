@@ -90,7 +90,7 @@ def save(part, params, body):
 
 
 def part_softmax():
-    params = dict(d=100, rho=RHO, T=[2, 3, 4], n_instances=3, max_iter=60, damping=0.5, init="prior",
+    params = dict(d=100, rho=RHO, T=[2, 3, 4], n_instances=8, max_iter=60, damping=0.5, init="prior",
                   alpha_T2=[0.13, 0.05, 0.20, 0.09, 0.16, 0.11],
                   note="alpha for T is alpha_T2 * 4 / (T^2 + T - 2): the SE depends on alpha (T^2 + T - 2) only")
     out = load_previous("softmax").get("curves", {str(T): [] for T in params["T"]})
