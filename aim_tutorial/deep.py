@@ -42,6 +42,7 @@ import numpy as np
 import optax
 
 from . import _checks
+from .gd import _largest_divisor_at_most, scan_students
 
 __all__ = [
     "DeepGDResult",
@@ -321,37 +322,15 @@ def _deep_errors(Ws, S_true):
 
 @partial(jax.jit, static_argnames=("n_records", "record_every", "track"))
 def _run(carry, X, y, S_true, lr, beta, c, *, n_records, record_every, track):
-    opt = optax.adam(lr)
-    batched = jax.vmap(deep_loss, in_axes=(0, None, None, None, None))
-
-    def total(Ws):
-        losses = batched(Ws, X, y, beta, c)
-        return jnp.sum(losses), losses
-
-    def step(cr, _):
-        Ws, state = cr
-        (_, losses), g = jax.value_and_grad(total, has_aux=True)(Ws)
-        upd, state = jax.vmap(opt.update)(g, state, Ws)
-        return (optax.apply_updates(Ws, upd), state), losses
-
-    def block(cr, _):
-        cr, losses = jax.lax.scan(step, cr, None, length=record_every)
+    def errors(Ws):
         if track:
-            err, err_mean = _deep_errors(cr[0], S_true)
-        else:
-            err, err_mean = jnp.zeros((cr[0][0].shape[0], len(cr[0]))), jnp.zeros((len(cr[0]),))
-        return cr, (losses, err, err_mean)
+            return _deep_errors(Ws, S_true)
+        return jnp.zeros((Ws[0].shape[0], len(Ws))), jnp.zeros((len(Ws),))
 
-    carry, (losses, err, err_mean) = jax.lax.scan(block, carry, None, length=n_records)
-    losses = losses.reshape(-1, losses.shape[-1]).T  # (K, steps)
+    carry, losses, err, err_mean = scan_students(
+        carry, lambda Ws: deep_loss(Ws, X, y, beta, c), optax.adam(lr), errors,
+        n_records=n_records, record_every=record_every)
     return carry, losses, jnp.moveaxis(err, 0, -1), jnp.moveaxis(err_mean, 0, -1)
-
-
-def _divisor_at_most(m, cap):
-    for k in range(max(1, min(m, cap)), 0, -1):
-        if m % k == 0:
-            return k
-    return 1
 
 
 def train_deep_gd(
@@ -438,7 +417,7 @@ def train_deep_gd(
     else:
         S_arr = jnp.zeros((L, 1, 1))
     if record_every is None:
-        record_every = _divisor_at_most(steps, max(1, steps // 50))
+        record_every = _largest_divisor_at_most(steps, max(1, steps // 50))
     record_every = _checks.integer_at_least("record_every", record_every, 1)
     if steps % record_every:
         raise ValueError(f"record_every must divide steps={steps}, got {record_every}")

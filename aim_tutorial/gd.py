@@ -191,14 +191,25 @@ def _batched_loss(Ws, X, y, channel, beta, weight_decay):
     return jax.vmap(gd_loss, in_axes=(0, None, None, None, None, None))(Ws, X, y, channel, beta, weight_decay)
 
 
-@partial(jax.jit, static_argnames=("channel", "optimizer", "n_records", "record_every", "track"))
-def _run_chunk(carry, X, y, S_true, lr, beta, weight_decay, *, channel, optimizer, n_records, record_every,
-               track):
-    """``n_records * record_every`` steps; returns the new carry, losses and recorded errors."""
-    opt = _make_optimizer(optimizer, lr)
+def scan_students(carry, student_loss, opt, errors, *, n_records, record_every):
+    """Train stacked students together: ``n_records`` blocks of ``record_every`` optimiser steps.
+
+    The shared loop of :func:`train_gd` and :func:`aim_tutorial.deep.train_deep_gd`
+    (call it inside a jitted driver). ``carry = (Ws, opt_state)`` holds the
+    students' weights stacked on a leading axis of size ``K`` (any pytree) and
+    the vmapped optimiser state; ``student_loss(W)`` is one student's loss;
+    the gradient of the summed loss is the per-student gradient, and
+    ``opt.update`` is vmapped so that each student has its own Adam moments.
+    ``errors(Ws)`` returns ``(per-student errors, error of the average)`` and
+    is recorded after every block.
+
+    Returns:
+        ``(carry, losses (K, n_records * record_every), errors (n_records, ...),
+        errors of the average (n_records, ...))``.
+    """
 
     def total(Ws):
-        losses = _batched_loss(Ws, X, y, channel, beta, weight_decay)
+        losses = jax.vmap(student_loss)(Ws)
         return jnp.sum(losses), losses
 
     def step(c, _):
@@ -209,15 +220,27 @@ def _run_chunk(carry, X, y, S_true, lr, beta, weight_decay, *, channel, optimize
 
     def block(c, _):
         c, losses = jax.lax.scan(step, c, None, length=record_every)
-        if track:
-            err, err_mean = _errors(c[0], S_true)
-        else:
-            err, err_mean = jnp.zeros(c[0].shape[0]), jnp.zeros(())
+        err, err_mean = errors(c[0])
         return c, (losses, err, err_mean)
 
     carry, (losses, err, err_mean) = jax.lax.scan(block, carry, None, length=n_records)
     # losses: (n_records, record_every, K) -> (K, n_records * record_every)
-    losses = losses.reshape(-1, losses.shape[-1]).T
+    return carry, losses.reshape(-1, losses.shape[-1]).T, err, err_mean
+
+
+@partial(jax.jit, static_argnames=("channel", "optimizer", "n_records", "record_every", "track"))
+def _run_chunk(carry, X, y, S_true, lr, beta, weight_decay, *, channel, optimizer, n_records, record_every,
+               track):
+    """``n_records * record_every`` steps; returns the new carry, losses and recorded errors."""
+
+    def errors(Ws):
+        if track:
+            return _errors(Ws, S_true)
+        return jnp.zeros(Ws.shape[0]), jnp.zeros(())
+
+    carry, losses, err, err_mean = scan_students(
+        carry, lambda W: gd_loss(W, X, y, channel, beta, weight_decay), _make_optimizer(optimizer, lr), errors,
+        n_records=n_records, record_every=record_every)
     return carry, losses, err.T, err_mean
 
 
