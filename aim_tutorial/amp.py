@@ -61,6 +61,7 @@ __all__ = [
 ]
 
 AMP_CHANNELS = ("softmax", "hardmax", "linear")
+MAX_ADAPTIVE_DAMPING = 0.5  # adaptive damping stops at the default: more made the hardmax drift away at alpha = 0.2
 
 
 # --------------------------------------------------------------------------- #
@@ -95,6 +96,7 @@ class GampRieHistory(NamedTuple):
         nishimori_ratio: ``E[g^2] / (-E[g'])`` over the samples (the two estimators of ``q_hat``); 1 on
             the Nishimori line (up to finite-size corrections), large when the predicted variance ``V``
             has collapsed below the actual error.
+        damping: the damping used in the iteration (it changes only with ``adaptive_damping``).
     """
 
     error: np.ndarray
@@ -103,6 +105,7 @@ class GampRieHistory(NamedTuple):
     q_hat: np.ndarray
     delta: np.ndarray
     nishimori_ratio: np.ndarray
+    damping: np.ndarray
 
 
 class GampRieResult(NamedTuple):
@@ -266,6 +269,7 @@ def gamp_rie(
     q_hat_from: str = "square",
     max_ratio: float = 10.0,
     stall_patience: Optional[int] = 25,
+    adaptive_damping: bool = False,
 ) -> GampRieResult:
     """GAMP-RIE for the single-layer attention-indexed model, eqs. (amp-omega)-(amp-prior).
 
@@ -290,6 +294,13 @@ def gamp_rie(
             ``init="prior"`` (the expected error of an independent prior sample) and
             ``1`` for ``init="mean"``.
         damping: fraction of the old ``omega`` and ``V`` kept each iteration, in ``[0, 1)``.
+        adaptive_damping: start from ``damping`` (``0`` is the intended start) and keep more of the
+            old iterate, ``damping <- (1 + damping) / 2`` up to ``MAX_ADAPTIVE_DAMPING = 0.5`` (the
+            default damping), each time the residual has grown two iterations in a row or the iterates
+            oscillate with period 2 (``||S_t - S_{t-2}||^2 < ||S_t - S_{t-1}||^2 / 4``). Half damping from
+            the start makes the hardmax iteration crawl at large ``alpha``; no damping makes it
+            oscillate at small ``alpha``; damping above 0.5 let it drift away at ``alpha = 0.2``
+            (chapter 5).
         max_iter: maximal number of iterations, ``>= 1``.
         tol: stopping threshold on ``||S_hat_new - S_hat||_F^2 / d``, ``> 0``.
         min_iter: iterations run before the stopping rule is checked.
@@ -336,6 +347,8 @@ def gamp_rie(
     if not 0.0 <= damping < 1.0:
         raise ValueError(f"damping must be in [0, 1), got {damping!r}")
     max_iter = _checks.integer_at_least("max_iter", max_iter, 1)
+    if not isinstance(adaptive_damping, (bool, np.bool_)):
+        raise ValueError(f"adaptive_damping must be True or False, got {adaptive_damping!r}")
     min_iter = _checks.integer_at_least("min_iter", min_iter, 1)
     patience = _checks.integer_at_least("patience", patience, 2)
     tol = _checks.positive("tol", tol)
@@ -382,11 +395,13 @@ def gamp_rie(
     converged = diverged = False
     status = "max_iter"
     last_finite = S_hat
+    S_prev = None  # the iterate before S_hat (adaptive damping looks for period-2 oscillations)
     grow = 0
     best_residual, best_it = math.inf, 0
     it = 0
     for it in range(1, max_iter + 1):
         damp = 0.0 if it == 1 else damping
+        used_damping = damp
         omega, V, Gamma, q_hat, lam, O, ratio = half_step(X, y, S_hat, c, Gamma, omega, V, damp, alpha)
         q_hat, ratio = float(q_hat), float(ratio)
         if not (math.isfinite(q_hat) and q_hat > 0):
@@ -403,13 +418,21 @@ def gamp_rie(
         S_new, residual, err, finite = _prior_step(O, xi, S_hat, S_ref)
         residual = float(residual)
         err = float(err) if S_true is not None else float("nan")
-        for k, v in zip(GampRieHistory._fields, (err, c, residual, q_hat, delta, ratio)):
+        for k, v in zip(GampRieHistory._fields, (err, c, residual, q_hat, delta, ratio, used_damping)):
             hist[k].append(v)
         if not (bool(finite) and math.isfinite(residual) and math.isfinite(c)):
             diverged, status = True, f"diverged at iteration {it}: non-finite estimate"
             break
         prev = hist["residual"][-2] if len(hist["residual"]) > 1 else math.inf
         grow = grow + 1 if residual > prev else 0
+        if adaptive_damping and damping < MAX_ADAPTIVE_DAMPING:
+            # a period-2 oscillation: S_new is back near S_{t-2} while far from S_{t-1}
+            oscillating = (S_prev is not None and residual > tol
+                           and float(jnp.sum((S_new - S_prev) ** 2)) / d < 0.25 * residual)
+            if grow >= 2 or oscillating:
+                damping = min(MAX_ADAPTIVE_DAMPING, (1.0 + damping) / 2)
+                grow = 0
+        S_prev = S_hat
         S_hat = S_new
         last_finite = S_new
         if residual > 100.0 * (1.0 + rho) ** 2:

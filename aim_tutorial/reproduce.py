@@ -254,7 +254,9 @@ def _amp_points(sz, seed, progress, channel, scores_se):
         n = max(1, int(round(a * d * d)))
         X, y = model.sample_data(k_d, S, n, T, channel=channel)
         t0 = time.perf_counter()
-        res = gamp_rie(X, y, rho, channel=channel, key=k_a, S_true=S, max_iter=sz["max_iter"])
+        # hardmax: adaptive damping from 0, as in chapter 5 (half damping crawls at large alpha)
+        damp = dict(damping=0.0, adaptive_damping=True, tol=1e-6) if channel == "hardmax" else {}
+        res = gamp_rie(X, y, rho, channel=channel, key=k_a, S_true=S, max_iter=sz["max_iter"], **damp)
         rows.append((1, a, s, float(res.error), float(res.converged), float(res.diverged), res.n_iter,
                      time.perf_counter() - t0))
     a_line = np.linspace(0.0, alphas.max() * 1.1, sz["n_line"])
