@@ -42,6 +42,7 @@ def main(argv=None):
     p.add_argument("--scale", choices=sorted(SCALES), default="cpu")
     p.add_argument("--d", type=int, default=None, help="dimension (overrides --scale)")
     p.add_argument("--seeds", type=int, default=None, help="data seeds per point (overrides --scale)")
+    p.add_argument("--first-seed", type=int, default=0, help="index of the first data seed (to add seeds to a file)")
     p.add_argument("--T", type=int, nargs="+", default=[2, 3, 4, 5, 6])
     p.add_argument("--x", type=float, nargs="+", default=list(DEFAULT_X),
                    help="values of alpha (T^2 + T - 2)")
@@ -84,7 +85,7 @@ def main(argv=None):
             f.write(",".join(cols) + "\n")
     t_all = time.time()
     base = jax.random.key(a.seed)
-    for s in range(seeds):
+    for s in range(a.first_seed, a.first_seed + seeds):
         for T in a.T:
             for x in a.x:
                 # the key depends on the value of x (its index in the default grid), not on the list given
