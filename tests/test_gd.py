@@ -163,13 +163,16 @@ def test_precomputed_grid():
 
 
 def test_precomputed_d200_points():
-    # the published size: x = 0.4, T = 2..6, two data seeds each; n = round(alpha d^2), every student finite,
+    # the published size: x = 0.4, T = 2..6, two data seeds each, and T = 2 at x = 0.2, 0.6, 0.7; n = round(alpha d^2), every student finite,
     # averaging helps, and the averaged error sits above the Bayes-optimal error by less than 0.1 everywhere
     data = aim.gd.load_gd_data("gd_softmax_d200.csv")
     tab = data.table
     assert data.d == 200
-    assert sorted(zip(tab["T"].astype(int), tab["seed"].astype(int))) == [(T, s) for T in range(2, 7) for s in (0, 1)]
+    at04 = np.isclose(tab["x"], 0.4)
+    assert sorted(zip(tab["T"][at04].astype(int), tab["seed"][at04].astype(int))) == [
+        (T, s) for T in range(2, 7) for s in (0, 1)]
+    assert sorted(tab["x"][~at04]) == pytest.approx([0.2, 0.6, 0.7]) and np.all(tab["T"][~at04] == 2)
     np.testing.assert_allclose(tab["n"], np.round(tab["alpha"] * 200**2))
     assert np.all(tab["n_finite"] == 32) and np.all(tab["avg_K32"] < tab["avg_K1"])
-    se = float(aim.state_evolution(0.1, 0.5, 2).mmse)  # x = 0.4 at T = 2; SE depends on x only
+    se = aim.state_evolution(tab["x"] / 4, 0.5, 2).mmse  # alpha at T = 2 with the same x: SE depends on x only
     assert np.all((tab["avg_K32"] > se) & (tab["avg_K32"] < se + 0.1))
