@@ -23,10 +23,7 @@ Rows are appended as they are computed, so an interrupted run leaves a usable fi
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
-import platform
-import sys
 import time
 
 import jax
@@ -34,6 +31,7 @@ import numpy as np
 
 import aim_tutorial as aim
 from aim_tutorial import deep
+from aim_tutorial.config import provenance
 
 X_MAIN = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)
 X_SKIP = (1.0, 2.0, 3.0)
@@ -100,12 +98,9 @@ def main(argv=None):
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "aim_tutorial", "data",
                                                "deep_gd.csv"))
     a = p.parse_args(argv)
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     header = [
         "# Two-layer students on deep attention (chapter 7 of the aim-tutorial book).",
-        f"# written by scripts/deep_gd_data.py on {now}, aim_tutorial {aim.__version__}, jax {jax.__version__}, "
-        f"device {jax.devices()[0].platform}, {platform.machine()}",
-        f"# command: python scripts/deep_gd_data.py {' '.join(sys.argv[1:] if argv is None else argv)}",
+        *(f"# {line}" for line in provenance("scripts/deep_gd_data.py", argv)),
         f"# d = {a.d}, L = 2, beta = 1, noiseless deep softmax attention; students of matched widths, "
         f"n_init = {a.n_init}, optimizer = adam, lr = {a.lr}, steps = {a.steps}, full batch",
         f"# seed = {a.seed}: key(seed) folded with (T, 1000 x, widths); teachers, tokens and inits from it "

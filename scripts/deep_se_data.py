@@ -16,17 +16,14 @@ rho = (0.5, 0.5), beta = 1 throughout. Usage:
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
-import platform
-import sys
 import time
 
 import jax
 import numpy as np
 
-import aim_tutorial as aim
 from aim_tutorial import deep
+from aim_tutorial.config import provenance
 
 RHOS = (0.5, 0.5)
 SE_GRID = [  # (T, c, xs)
@@ -48,12 +45,9 @@ def main(argv=None):
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "aim_tutorial", "data",
                                                "deep_se.csv"))
     a = p.parse_args(argv)
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     header = [
         "# Per-layer-RIE state evolution of two-layer deep attention, a conjecture (chapter 7 of the aim-tutorial book).",
-        f"# written by scripts/deep_se_data.py on {now}, aim_tutorial {aim.__version__}, jax {jax.__version__}, "
-        f"device {jax.devices()[0].platform}, {platform.machine()}",
-        f"# command: python scripts/deep_se_data.py {' '.join(sys.argv[1:] if argv is None else argv)}",
+        *(f"# {line}" for line in provenance("scripts/deep_se_data.py", argv)),
         f"# rho = {RHOS}, beta = 1, noiseless; q_hat by Monte Carlo: se rows n_omega = {a.n_omega}, "
         f"qhat rows n_omega = {a.n_omega_qhat}, n_inner = {a.n_inner} (twice, cross-fitted); damping 0.5, relative tol 1e-2, "
         f"max_iter {a.max_iter}, stop when every V_l < 1e-3",

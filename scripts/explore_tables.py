@@ -19,15 +19,12 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
-import platform
-import sys
 import time
 
 import numpy as np
 
-import aim_tutorial as aim
+from aim_tutorial.config import provenance
 from aim_tutorial.state_evolution import state_evolution
 
 RHOS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.75, 0.9, 1.0, 1.5, 2.0)
@@ -42,7 +39,6 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default=OUT)
     a = p.parse_args(argv)
-    import jax
 
     t_all = time.time()
     rows = []
@@ -55,11 +51,8 @@ def main(argv=None):
         print(f"rho = {rho}: done ({time.time() - t_all:.0f} s)", flush=True)
     header = [
         "State-evolution tables of the explorers of chapter 8 (aim-tutorial book).",
-        f"written by scripts/explore_tables.py on "
-        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
-        f"aim_tutorial {aim.__version__}, jax {jax.__version__}, {platform.machine()}, "
-        f"{time.time() - t_all:.0f} s",
-        f"command: python scripts/explore_tables.py {' '.join(sys.argv[1:] if argv is None else argv)}",
+        *provenance("scripts/explore_tables.py", argv),
+        f"computed in {time.time() - t_all:.0f} s",
         "deterministic (no seed): aim_tutorial.state_evolution at T = 2",
         "channel 0 = softmax: x = alpha (T^2 + T - 2), the same curve for every T and beta;",
         "channel 1 = hardmax, T = 2, exact score: x = alpha",

@@ -18,16 +18,14 @@ Rows are appended as they are computed, so an interrupted run leaves a usable fi
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
-import platform
-import sys
 import time
 
 import jax
 import numpy as np
 
 import aim_tutorial as aim
+from aim_tutorial.config import provenance
 from aim_tutorial.gd import averaged_errors, train_gd
 
 DEFAULT_X = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
@@ -63,11 +61,7 @@ def main(argv=None):
         "final_loss_mean", "n_finite", "seconds"]
     header = [
         "Gradient descent on the softmax attention-indexed model (chapter 6 of the aim-tutorial book).",
-        "written by scripts/gd_paper_data.py on "
-        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
-        f"aim_tutorial {aim.__version__}, jax {jax.__version__}, device {jax.devices()[0].platform}, "
-        f"{platform.processor() or platform.machine()}",
-        f"command: python scripts/gd_paper_data.py {' '.join(sys.argv[1:] if argv is None else argv)}",
+        *provenance("scripts/gd_paper_data.py", argv),
         f"d = {d}, rho = {a.rho}, beta = 1, noiseless, n_init = {a.n_init} students (W ~ N(0,1)), "
         f"optimizer = adam, lr = {a.lr}, steps = {a.steps}, weight_decay = 0, full batch",
         f"seed = {a.seed}: key(seed) folded with (T, index of x in {DEFAULT_X}, data seed); "
