@@ -61,10 +61,16 @@ def instance(part, *idx):
     return jax.random.split(k, 3)
 
 
-def run_one(part, d, T, alpha, channel, idx, **kw):
+def make_instance(part, d, T, alpha, channel, idx):
+    """Teacher, data and AMP initialisation key of one instance."""
     k_teacher, k_data, k_init = instance(part, *idx)
     S = aim.sample_teacher(k_teacher, d, RHO)
     X, y = aim.sample_data(k_data, S, n=int(round(alpha * d * d)), T=T, channel=channel)
+    return S, X, y, k_init
+
+
+def run_one(part, d, T, alpha, channel, idx, **kw):
+    S, X, y, k_init = make_instance(part, d, T, alpha, channel, idx)
     t0 = time.perf_counter()
     res = aim.gamp_rie(X, y, RHO, channel=channel, key=k_init, S_true=S, **kw)
     wall = time.perf_counter() - t0
@@ -130,7 +136,7 @@ def part_hardmax():
         if any(abs(p["alpha"] - alpha) < 1e-12 for p in rows):
             continue
         runs = [run_one("hardmax", params["d"], 2, alpha, "hardmax", (ia, s), max_iter=params["max_iter"],
-                        damping=params["damping"], adaptive_damping=True, tol=params["tol"])
+                        damping=params["damping"], adaptive_damping=params["adaptive_damping"], tol=params["tol"])
                 for s in range(params["n_instances"])]
         rows.append(dict(alpha=alpha, runs=runs))
         e = [r["error"] for r in runs]
@@ -141,16 +147,14 @@ def part_hardmax():
     if not damping_runs:
         ia = params["alpha"].index(1.6)
         for damping, adaptive in ((0.5, False), (0.2, False), (0.0, True)):
-            k_teacher, k_data, k_init = instance("hardmax", ia, 0)
-            S = aim.sample_teacher(k_teacher, params["d"], RHO)
-            X, y = aim.sample_data(k_data, S, n=int(round(1.6 * params["d"] ** 2)), T=2, channel="hardmax")
+            S, X, y, k_init = make_instance("hardmax", params["d"], 2, 1.6, "hardmax", (ia, 0))
             res = aim.gamp_rie(X, y, RHO, channel="hardmax", key=k_init, S_true=S, damping=damping,
                                adaptive_damping=adaptive, max_iter=params["max_iter"], tol=1e-9,
                                stall_patience=None, patience=params["max_iter"])
             damping_runs.append(dict(alpha=1.6, damping=damping, adaptive=adaptive, status=res.status,
                                      error=res.history.error.tolist(), mmse_pred=res.history.mmse_pred.tolist()))
-            print(f"hardmax alpha=1.6, damping {damping} (adaptive: {adaptive}): error {res.error:.4f} after {res.n_iter} iterations "
-                  f"({res.status})", flush=True)
+            print(f"hardmax alpha=1.6, damping {damping} (adaptive: {adaptive}): error {res.error:.4f} "
+                  f"after {res.n_iter} iterations ({res.status})", flush=True)
         save("hardmax", params, {"curve": rows, "damping_demo": damping_runs})
 
 
