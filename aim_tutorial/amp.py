@@ -298,9 +298,9 @@ def gamp_rie(
             old iterate, ``damping <- (1 + damping) / 2`` up to ``MAX_ADAPTIVE_DAMPING = 0.5`` (the
             default damping), each time the residual has grown two iterations in a row or the iterates
             oscillate with period 2 (``||S_t - S_{t-2}||^2 < ||S_t - S_{t-1}||^2 / 4``). Half damping from
-            the start makes the hardmax iteration crawl at large ``alpha``; no damping makes it
-            oscillate at small ``alpha``; damping above 0.5 let it drift away at ``alpha = 0.2``
-            (chapter 5).
+            the start makes the hardmax iteration crawl at large ``alpha`` and no damping makes it
+            oscillate at small ``alpha`` (both shown in chapter 5); in trials, letting the rule go
+            above 0.5 made some hardmax runs at ``alpha = 0.2`` drift away from a fixed point.
         max_iter: maximal number of iterations, ``>= 1``.
         tol: stopping threshold on ``||S_hat_new - S_hat||_F^2 / d``, ``> 0``.
         min_iter: iterations run before the stopping rule is checked.
