@@ -8,10 +8,25 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 CELL_TIMEOUT ?= 600
+# MathJax is served from the build itself (offline maths): the npm package,
+# unpacked once into _static/mathjax (not tracked), pinned here.
+MATHJAX_VERSION ?= 3.2.2
+MATHJAX = _static/mathjax/tex-mml-chtml.js
 
-.PHONY: install book test unit build-strict nbval sync-check sync clean
+.PHONY: install book test unit build-strict browser nbval sync-check sync clean mathjax
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed $(MATHJAX)
+
+mathjax: $(MATHJAX)
+
+# Only the parts the book loads: the TeX-to-CHTML bundle, its fonts, and the
+# extensions, menu and accessibility components it loads on demand.
+$(MATHJAX):
+	@command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq npm; }
+	rm -rf _static/mathjax .mathjax-pack && mkdir -p .mathjax-pack _static/mathjax
+	cd .mathjax-pack && npm pack --silent mathjax@$(MATHJAX_VERSION) >/dev/null && tar xzf mathjax-$(MATHJAX_VERSION).tgz
+	cd .mathjax-pack/package && cp -r LICENSE es5/tex-mml-chtml.js es5/input es5/output es5/ui es5/a11y es5/sre ../../_static/mathjax/
+	rm -rf .mathjax-pack
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,11 +40,18 @@ book: install
 	$(BIN)/jupyter-book build . --builder html
 	@echo "book: open _build/html/index.html"
 
-test: install unit build-strict nbval sync-check
+test: install unit build-strict browser nbval sync-check
 	@echo "make test: every step passed"
 
 unit:
-	$(BIN)/python -m pytest tests -q
+	$(BIN)/python -m pytest tests -q --ignore=tests/browser
+
+# Every page of the built book in headless Chromium (Debian's), offline:
+# maths rendered, no raw MyST, no broken link or image, no equation wider than
+# its column, no console error, no network request. Screenshots: _build/screenshots.
+browser:
+	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
+	$(BIN)/python -m pytest tests/browser -q -p no:cacheprovider
 
 # From a clean _build, execution forced, warnings as errors, nitpicky.
 build-strict:

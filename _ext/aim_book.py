@@ -1,0 +1,106 @@
+"""Sphinx helpers for the aim-tutorial book (loaded through ``_config.yml``).
+
+* ``aimstyle``: the pybtex style of the bibliographies. It is pybtex's ``unsrt``
+  (which already links ``doi``, ``eprint`` and ``url`` fields), with author-year
+  labels ("Boncoraglio et al. 2025") matching the author-year citations in the
+  text, and entries sorted by author, year and title (on the plain-text names:
+  ``Zdeborov{\\'a}`` sorts as "Zdeborova"). Two entries of one list with the
+  same label get "2016a", "2016b".
+* Launch buttons (Colab) only on pages that have a paired notebook
+  ``book/NAME.ipynb``: a page that is executed but ships no notebook (the
+  benchmarks appendix) gets none, instead of a button that opens its ``.md``.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections import Counter
+from pathlib import Path
+
+from pybtex.plugin import register_plugin
+from pybtex.richtext import Text
+from pybtex.style.formatting.unsrt import Style as UnsrtStyle
+from pybtex.style.labels import BaseLabelStyle
+from pybtex.style.sorting.author_year_title import SortingStyle as AuthorYearTitleSort
+
+
+def _text(latex: str) -> str:
+    """Plain text of a LaTeX string: ``Zdeborov{\\'a}`` -> ``Zdeborová``."""
+    return Text.from_latex(latex).render_as("text")
+
+
+def _surname(person) -> str:
+    return _text(" ".join(person.prelast_names + person.last_names))
+
+
+def _sort_text(latex: str) -> str:
+    """Sorting form of a LaTeX string: plain text, lower case, accents dropped."""
+    decomposed = unicodedata.normalize("NFKD", _text(latex).lower())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+class AuthorYearTitleSortingStyle(AuthorYearTitleSort):
+    """pybtex's author-year-title sort, on names without LaTeX markup or accents."""
+
+    def person_key(self, person):
+        return "  ".join(
+            _sort_text(" ".join(parts))
+            for parts in (
+                person.prelast_names + person.last_names,
+                person.first_names + person.middle_names,
+                person.lineage_names,
+            )
+        )
+
+
+class AuthorYearLabelStyle(BaseLabelStyle):
+    """Labels "Surname 2020", "A and B 2020", "A et al. 2020"; a, b, ... on clashes."""
+
+    def _label(self, entry) -> str:
+        persons = entry.persons.get("author") or entry.persons.get("editor") or []
+        names = [_surname(p) for p in persons]
+        if not names:
+            who = entry.fields.get("title", entry.key)[:20]
+        elif len(names) == 1:
+            who = names[0]
+        elif len(names) == 2:
+            who = f"{names[0]} and {names[1]}"
+        else:
+            who = f"{names[0]} et al."
+        return f"{who} {entry.fields.get('year', 'n.d.')}"
+
+    def format_labels(self, sorted_entries):
+        labels = [self._label(e) for e in sorted_entries]
+        count = Counter(labels)
+        seen: Counter = Counter()
+        for label in labels:
+            if count[label] > 1:
+                seen[label] += 1
+                yield label + "abcdefghijklmnopqrstuvwxyz"[seen[label] - 1]
+            else:
+                yield label
+
+
+class AimStyle(UnsrtStyle):
+    default_label_style = "aim_author_year"
+    default_sorting_style = "aim_author_year_title"
+
+
+register_plugin("pybtex.style.labels", "aim_author_year", AuthorYearLabelStyle)
+register_plugin("pybtex.style.sorting", "aim_author_year_title", AuthorYearTitleSortingStyle)
+register_plugin("pybtex.style.formatting", "aimstyle", AimStyle)
+
+
+def _drop_launch_buttons(app, pagename, templatename, context, doctree):
+    """Remove the notebook marker of executed pages that ship no paired notebook."""
+    meta = app.env.metadata.get(pagename, {})
+    if "kernelspec" in meta:
+        src = Path(app.env.doc2path(pagename))
+        if not src.with_suffix(".ipynb").exists():
+            meta.pop("kernelspec")
+
+
+def setup(app):
+    # before sphinx-book-theme's own handler (default priority 500)
+    app.connect("html-page-context", _drop_launch_buttons, priority=100)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
