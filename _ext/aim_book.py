@@ -2,10 +2,11 @@
 
 * ``aimstyle``: the pybtex style of the bibliographies. It is pybtex's ``unsrt``
   (which already links ``doi``, ``eprint`` and ``url`` fields), with author-year
-  labels ("Boncoraglio et al. 2025") matching the author-year citations in the
-  text, and entries sorted by author, year and title (on the plain-text names:
-  ``Zdeborov{\\'a}`` sorts as "Zdeborova"). Two entries of one list with the
-  same label get "2016a", "2016b".
+  labels ("Boncoraglio et al., 2025") that read like the author-year citations
+  in the text ("[Boncoraglio et al., 2025]"), and entries sorted by author,
+  year and title on the plain-text names (``Zdeborov{\\'a}`` sorts as
+  "zdeborova"). Two entries of one list with the same label get "2016a",
+  "2016b" (ordered by title; the in-text citation keeps the plain year).
 * Launch buttons (Colab) only on pages that have a paired notebook
   ``book/NAME.ipynb``: a page that is executed but ships no notebook (the
   benchmarks appendix) gets none, instead of a button that opens its ``.md``.
@@ -54,7 +55,7 @@ class AuthorYearTitleSortingStyle(AuthorYearTitleSort):
 
 
 class AuthorYearLabelStyle(BaseLabelStyle):
-    """Labels "Surname 2020", "A and B 2020", "A et al. 2020"; a, b, ... on clashes."""
+    """Labels "Surname, 2020", "A and B, 2020", "A et al., 2020"; a, b, ... on clashes."""
 
     def _label(self, entry) -> str:
         persons = entry.persons.get("author") or entry.persons.get("editor") or []
@@ -67,7 +68,7 @@ class AuthorYearLabelStyle(BaseLabelStyle):
             who = f"{names[0]} and {names[1]}"
         else:
             who = f"{names[0]} et al."
-        return f"{who} {entry.fields.get('year', 'n.d.')}"
+        return f"{who}, {entry.fields.get('year', 'n.d.')}"
 
     def format_labels(self, sorted_entries):
         labels = [self._label(e) for e in sorted_entries]
