@@ -2,7 +2,7 @@
 
 Every chapter calls :func:`use_style` once in its setup cell and draws with
 :func:`subplots`, so that a figure has the same size, fonts and line widths on
-every page. The sizes are chosen for the book's text column (about 7.5 in at
+every page. The sizes are chosen for the book's text column (about 7.0 in at
 96 px/in in the HTML theme): a figure is shown at its natural size, never shrunk,
 so its fonts stay at ``font.size``.
 
@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt
 __all__ = ["COLORS", "STYLE", "figsize", "legend_outside", "subplots", "use_style"]
 
 #: width of the book's text column, in inches (a figure this wide is not shrunk)
-COLUMN_WIDTH = 7.4
+COLUMN_WIDTH = 7.0
 
 STYLE = {
     "figure.figsize": (6.0, 3.8),
@@ -53,14 +53,14 @@ def figsize(ncols: int = 1, nrows: int = 1) -> tuple[float, float]:
     """The book's figure size for a grid of ``nrows x ncols`` panels, in inches.
 
     One panel is 6.0 x 3.8 in; two or more side by side share the column width,
-    each panel at least 3.5 in wide, so that tick labels and legends stay legible.
+    each panel at least 2.3 in wide (three fit the column), so nothing is shrunk.
     """
     if not (isinstance(ncols, int) and isinstance(nrows, int)) or ncols < 1 or nrows < 1:
         raise ValueError(f"ncols and nrows must be positive integers, got {ncols!r}, {nrows!r}")
     if ncols == 1:
         return (6.0, 3.8 * nrows)
     height = {2: 3.4, 3: 2.9}.get(ncols, 2.6)
-    return (max(COLUMN_WIDTH, 3.5 * ncols), height * nrows)
+    return (max(COLUMN_WIDTH, 2.4 * ncols), height * nrows)
 
 
 def subplots(nrows: int = 1, ncols: int = 1, **kwargs):

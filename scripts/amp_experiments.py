@@ -195,7 +195,7 @@ print(json.dumps(dict(wall_s=wall, cpu_s=cpu, first_call_s=t_compile, n_iter=res
 
 def part_speed():
     params = dict(d=150, T=3, alpha=0.05, rho=RHO, repeats=3,
-                  published=dict(wall_s=106, memory_gb=5.5, source="AIM_SPEC / issue: the published implementation"))
+                  published=dict(wall_s=106, memory_gb=5.5, source="the paper's published implementation on the same instance, as timed in the project's issue tracker"))
     runs = []
     for s in range(params["repeats"]):
         out = subprocess.run([sys.executable, "-c", SPEED_CHILD, str(SEED + s)], capture_output=True, text=True,
