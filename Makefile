@@ -9,9 +9,11 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 CELL_TIMEOUT ?= 600
 # MathJax is served from the build itself (offline maths): the npm package,
-# unpacked once into _static/mathjax (not tracked), pinned here.
+# unpacked once into _vendor/mathjax (not tracked; copied into _build/html/mathjax
+# by html_extra_path; not under _static, whose every .js Jupyter Book would add to
+# each page), pinned here.
 MATHJAX_VERSION ?= 3.2.2
-MATHJAX = _static/mathjax/tex-mml-chtml.js
+MATHJAX = _vendor/mathjax/tex-mml-chtml.js
 
 .PHONY: install book test unit build-strict browser nbval sync-check sync clean mathjax
 
@@ -23,9 +25,9 @@ mathjax: $(MATHJAX)
 # extensions, menu and accessibility components it loads on demand.
 $(MATHJAX):
 	@command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq npm; }
-	rm -rf _static/mathjax .mathjax-pack && mkdir -p .mathjax-pack _static/mathjax
+	rm -rf _vendor/mathjax .mathjax-pack && mkdir -p .mathjax-pack _vendor/mathjax
 	cd .mathjax-pack && npm pack --silent mathjax@$(MATHJAX_VERSION) >/dev/null && tar xzf mathjax-$(MATHJAX_VERSION).tgz
-	cd .mathjax-pack/package && cp -r LICENSE es5/tex-mml-chtml.js es5/input es5/output es5/ui es5/a11y es5/sre ../../_static/mathjax/
+	cd .mathjax-pack/package && cp -r LICENSE es5/tex-mml-chtml.js es5/input es5/output es5/ui es5/a11y es5/sre ../../_vendor/mathjax/
 	rm -rf .mathjax-pack
 
 $(VENV)/.installed: requirements.txt pyproject.toml

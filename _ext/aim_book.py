@@ -7,6 +7,7 @@
   year and title on the plain-text names (``Zdeborov{\\'a}`` sorts as
   "zdeborova"). Two entries of one list with the same label get "2016a",
   "2016b" (ordered by title; the in-text citation keeps the plain year).
+* Each script once on a page (Sphinx 7.4 emitted two inline scripts twice).
 * Launch buttons (Colab) only on pages that have a paired notebook
   ``book/NAME.ipynb``: a page that is executed but ships no notebook (the
   benchmarks appendix) gets none, instead of a button that opens its ``.md``.
@@ -101,7 +102,34 @@ def _drop_launch_buttons(app, pagename, templatename, context, doctree):
             meta.pop("kernelspec")
 
 
+def _script_key(js):
+    if isinstance(js, str):
+        return (js, ())
+    return (js.filename or "", tuple(sorted((k, str(v)) for k, v in js.attributes.items())))
+
+
+def _dedupe_scripts(app, pagename, templatename, context, doctree):
+    """Emit each script once.
+
+    With Sphinx 7.4, sphinx-thebe's and sphinx-togglebutton's inline scripts are
+    registered twice (filename ``None`` once, ``""`` once), so every page declared
+    ``THEBE_JS_URL`` twice: a JavaScript error on every page.
+    """
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    seen, unique = set(), []
+    for js in scripts:
+        key = _script_key(js)
+        if key not in seen:
+            seen.add(key)
+            unique.append(js)
+    context["script_files"] = unique
+
+
 def setup(app):
     # before sphinx-book-theme's own handler (default priority 500)
     app.connect("html-page-context", _drop_launch_buttons, priority=100)
+    # after every extension has added its scripts
+    app.connect("html-page-context", _dedupe_scripts, priority=1000)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
