@@ -9,18 +9,17 @@ that has exactly that number and kind.
 
 from __future__ import annotations
 
-import os
 import re
 from functools import lru_cache
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
-from bs4 import BeautifulSoup
+from book_browser import HTML_DIR as HTML
+from book_browser import _soup, book_pages
 
-HTML = Path(os.environ.get("AIM_BOOK_HTML", Path(__file__).resolve().parents[2] / "_build" / "html"))
-CHAPTERS = sorted((HTML / "book").glob("0[1-9]_*.html")) if (HTML / "book").is_dir() else []
-PAGES = sorted((HTML / "book").glob("*.html")) + ([HTML / "index.html"] if (HTML / "index.html").exists() else [])
+PAGES = [HTML / p for p in book_pages()]
+CHAPTERS = [p for p in PAGES if re.match(r"0[1-9]_", p.name)]
 
 NUMBER = r"(\d+(?:\.\d+)*)"
 KINDS = ("Fig.", "Table", "Listing", "Exercise", "Solution", "Definition", "Proposition", "Theorem",
@@ -32,12 +31,7 @@ def _chapter_number(path: Path) -> int:
     return int(path.name[:2])
 
 
-@lru_cache(maxsize=None)
-def _soup(path: Path) -> BeautifulSoup:
-    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
-
-
-def _article(soup: BeautifulSoup):
+def _article(soup):
     return soup.find("article") or soup.find("main") or soup
 
 
