@@ -11,10 +11,17 @@
 * Launch buttons (Colab) only on pages that have a paired notebook
   ``book/NAME.ipynb``: a page that is executed but ships no notebook (the
   benchmarks appendix) gets none, instead of a button that opens its ``.md``.
+* One output box per stream and cell (``nb_merge_streams``), without writing the
+  merge back: myst-nb's ``coalesce_streams`` edits the first stream output in
+  place, so the executed notebook kept the merged text *and* the later pieces
+  (nbval then saw a print twice). We hand it a copy. The kernel splits a single
+  ``print`` into two stream messages whenever its flush timer fires between the
+  text and the newline, which happens on a loaded machine.
 """
 
 from __future__ import annotations
 
+import copy
 import unicodedata
 from collections import Counter
 from pathlib import Path
@@ -127,7 +134,24 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
     context["script_files"] = unique
 
 
+_coalesce_streams = None
+
+
+def _coalesce_copy(outputs):
+    return _coalesce_streams(copy.deepcopy(outputs))
+
+
+def _patch_merge_streams():
+    from myst_nb.core import render
+
+    global _coalesce_streams
+    if render.coalesce_streams is not _coalesce_copy:
+        _coalesce_streams = render.coalesce_streams
+        render.coalesce_streams = _coalesce_copy
+
+
 def setup(app):
+    _patch_merge_streams()
     # before sphinx-book-theme's own handler (default priority 500)
     app.connect("html-page-context", _drop_launch_buttons, priority=100)
     # after every extension has added its scripts
