@@ -17,11 +17,17 @@
   (nbval then saw a print twice). We hand it a copy. The kernel splits a single
   ``print`` into two stream messages whenever its flush timer fires between the
   text and the newline, which happens on a loaded machine.
+* The explorers (:mod:`aim_tutorial.explore`): the build sets ``AIM_BOOK_BUILD``
+  before any notebook runs, so a chart is written as inline HTML that draws
+  itself with ``window.vegaEmbed``; the Vega bundle of ``vl-convert-python``
+  (Vega, Vega-Lite and Vega-Embed, no network) is written once into
+  ``_static`` and loaded only by the pages that hold a chart.
 """
 
 from __future__ import annotations
 
 import copy
+import os
 import unicodedata
 from collections import Counter
 from pathlib import Path
@@ -150,8 +156,31 @@ def _patch_merge_streams():
         render.coalesce_streams = _coalesce_copy
 
 
+VEGA_BUNDLE = "vega-bundle.js"
+
+
+def _vega_bundle_if_charts(app, pagename, templatename, context, doctree):
+    if 'class="aim-vega"' in (context.get("body") or ""):
+        # a module: its top-level names (one is `_`) stay out of the page's global scope
+        app.add_js_file(VEGA_BUNDLE, type="module")
+
+
+def _write_vega_bundle(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    import vl_convert
+
+    static = Path(app.outdir) / "_static"
+    static.mkdir(parents=True, exist_ok=True)
+    (static / VEGA_BUNDLE).write_text(vl_convert.javascript_bundle(), encoding="utf-8")
+
+
 def setup(app):
     _patch_merge_streams()
+    # read by aim_tutorial.explore.show in every kernel the build starts
+    os.environ["AIM_BOOK_BUILD"] = "1"
+    app.connect("html-page-context", _vega_bundle_if_charts, priority=400)
+    app.connect("build-finished", _write_vega_bundle)
     # before sphinx-book-theme's own handler (default priority 500)
     app.connect("html-page-context", _drop_launch_buttons, priority=100)
     # after every extension has added its scripts

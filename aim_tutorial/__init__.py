@@ -70,6 +70,7 @@ from .amp import (  # noqa: F401
 )
 
 from . import deep  # noqa: F401  (chapter 7: aim.deep.*)
+from . import explore  # noqa: F401  (chapter 8: aim.explore.*; Altair is imported only to draw)
 from .deep import DeepGDResult, train_deep_gd  # noqa: F401
 
 __version__ = "0.1.0"

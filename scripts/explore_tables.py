@@ -4,7 +4,10 @@ Writes ``aim_tutorial/data/explore_tables.csv``: the state-evolution error of
 
 - the softmax channel (any T, any beta: one curve in ``x = alpha (T^2 + T - 2)``,
   which is also the linear channel's curve in ``x = alpha (T^2 + T)``), and
-- the hardmax channel at T = 2 (exact score; here ``x = alpha``),
+- the hardmax channel at T = 2 (exact score; here ``x = alpha``), and
+- the hardmax channel at T = 2 with the published score, noiseless (the curve
+  that reproduces the published data; chapter 4 shows why it is not the
+  Bayes-optimal one),
 
 on a grid of width ratios ``rho``, noise levels ``Delta`` and ``x``. The chapter
 recomputes a few of these curves live and checks that they agree with the file.
@@ -27,10 +30,10 @@ import numpy as np
 from aim_tutorial.config import provenance
 from aim_tutorial.state_evolution import state_evolution
 
-RHOS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.75, 0.9, 1.0, 1.5, 2.0)
+RHOS = (0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0, 1.25, 1.5, 2.0)
 NOISES = (0.0, 0.05, 0.2, 0.5)
 X_SOFT = np.linspace(0.0, 2.0, 161)
-A_HARD = np.geomspace(1e-3, 10.0, 64)
+A_HARD = np.geomspace(1e-3, 10.0, 81)
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "aim_tutorial", "data",
                    "explore_tables.csv")
 
@@ -48,6 +51,8 @@ def main(argv=None):
             rows += [(0, rho, noise, x, m, int(c)) for x, m, c in zip(X_SOFT, r.mmse, r.converged)]
             r = state_evolution(A_HARD, rho, T=2, channel="hardmax", noise=noise)
             rows += [(1, rho, noise, x, m, int(c)) for x, m, c in zip(A_HARD, r.mmse, r.converged)]
+        r = state_evolution(A_HARD, rho, T=2, channel="hardmax", score="published")
+        rows += [(2, rho, 0.0, x, m, int(c)) for x, m, c in zip(A_HARD, r.mmse, r.converged)]
         print(f"rho = {rho}: done ({time.time() - t_all:.0f} s)", flush=True)
     header = [
         "State-evolution tables of the explorers of chapter 8 (aim-tutorial book).",
@@ -56,6 +61,7 @@ def main(argv=None):
         "deterministic (no seed): aim_tutorial.state_evolution at T = 2",
         "channel 0 = softmax: x = alpha (T^2 + T - 2), the same curve for every T and beta;",
         "channel 1 = hardmax, T = 2, exact score: x = alpha",
+        "channel 2 = hardmax, T = 2, published score, noiseless only: x = alpha",
         f"rho in {RHOS}; noise Delta in {NOISES}; softmax x = linspace(0, 2, {X_SOFT.size}); "
         f"hardmax alpha = geomspace(1e-3, 10, {A_HARD.size})",
         "mmse = Q0 - q, the Bayes-optimal error ||S_hat - S||_F^2 / d; "

@@ -36,7 +36,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 "$VENV/bin/python" -m pip install --quiet --upgrade pip || exit 1
 # unpinned: the newest releases, as in Colab (the package itself has floors only)
-"$VENV/bin/python" -m pip install --quiet --upgrade jax jaxlib numpy scipy matplotlib optax tqdm ipywidgets \
+"$VENV/bin/python" -m pip install --quiet --upgrade jax jaxlib numpy scipy matplotlib optax tqdm altair \
     ipykernel nbclient nbconvert nbformat jupytext pytest || exit 1
 "$VENV/bin/python" -m pip install --quiet --upgrade --force-reinstall --no-deps . || exit 1
 "$VENV/bin/python" - <<'PY'

@@ -1,0 +1,379 @@
+"""Interactive explorers of the Bayes-optimal error, drawn in the reader's browser.
+
+The explorers of chapter 8 (and the hardmax figure of chapter 4) are Vega-Lite
+charts built with Altair: every control is a Vega-Lite parameter bound to an
+HTML input, and the curves are filtered and rescaled from tables of the state
+evolution that the package ships (``aim_tutorial/data/explore_tables.csv``,
+written by ``scripts/explore_tables.py``). Nothing is computed in Python when a
+control moves, so the charts need no kernel: in the HTML book they run in the
+page, offline (the book's build ships the Vega bundle that ``vl-convert-python``
+carries); in Jupyter or Colab they are ordinary Altair charts.
+
+Why one table serves all controls (chapter 8, replica predictions): the softmax
+error depends on ``alpha`` and ``T`` only through ``x = alpha (T^2 + T - 2)`` and
+not at all on ``beta``; the linear channel is the same curve at
+``x = alpha (T^2 + T)``. The hardmax channel has its own curves (``T = 2``).
+
+Chapter 8. Functions:
+
+* :func:`load_tables`: the tables as arrays, with their header.
+* :func:`error_curve`: the curve an explorer draws, computed in Python from the
+  same tables (what the browser test compares the page against).
+* :func:`error_curve_explorer`, :func:`phase_explorer`, :func:`hardmax_explorer`:
+  the charts.
+* :func:`show`: display a chart in the book (inline, offline) or a notebook.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from functools import lru_cache
+from importlib.resources import files
+from typing import NamedTuple
+
+import numpy as np
+
+CHANNELS = ("softmax", "linear", "hardmax")
+#: The environment variable the book's build sets (``_ext/aim_book.py``): charts
+#: are then written as inline HTML that loads the Vega bundle shipped with the page.
+BOOK_BUILD_ENV = "AIM_BOOK_BUILD"
+T_RANGE = (2, 8)
+LOG10_BETA_RANGE = (-2.0, 2.0)
+_TABLE_IDS = {"softmax": 0, "hardmax": 1, "hardmax-published": 2}
+
+
+class Tables(NamedTuple):
+    """The explorer tables (``explore_tables.csv``) as arrays.
+
+    ``table`` is 0 (softmax, in ``x = alpha (T^2 + T - 2)``), 1 (hardmax, exact
+    score, ``x = alpha``) or 2 (hardmax, published score, noiseless; ``x = alpha``).
+    """
+
+    table: np.ndarray
+    rho: np.ndarray
+    noise: np.ndarray
+    x: np.ndarray
+    mmse: np.ndarray
+    converged: np.ndarray
+    header: tuple
+
+    @property
+    def rhos(self) -> tuple:
+        return tuple(float(r) for r in np.unique(self.rho))
+
+    @property
+    def noises(self) -> tuple:
+        return tuple(float(n) for n in np.unique(self.noise))
+
+    def curve(self, table: str, rho: float, noise: float = 0.0):
+        """``(x, mmse)`` of one tabulated curve; ``ValueError`` if the file does not hold it."""
+        if table not in _TABLE_IDS:
+            raise ValueError(f"table must be one of {tuple(_TABLE_IDS)}, got {table!r}")
+        if rho not in self.rhos:
+            raise ValueError(f"rho must be one of the tabulated width ratios {self.rhos}, got {rho!r}")
+        noises = (0.0,) if table == "hardmax-published" else self.noises
+        if noise not in noises:
+            raise ValueError(f"noise must be one of the tabulated levels {noises} for the {table} "
+                             f"table, got {noise!r}")
+        sel = (self.table == _TABLE_IDS[table]) & (self.rho == rho) & (self.noise == noise)
+        return self.x[sel], self.mmse[sel]
+
+
+@lru_cache(maxsize=None)
+def load_tables(path: str | None = None) -> Tables:
+    """Read the explorer tables (default: the file shipped in ``aim_tutorial/data``)."""
+    text = (files("aim_tutorial") / "data" / "explore_tables.csv").read_text() if path is None \
+        else open(path).read()
+    lines = text.splitlines()
+    header = tuple(ln[2:] for ln in lines if ln.startswith("#"))
+    body = [ln for ln in lines if not ln.startswith("#")]
+    a = np.loadtxt(io.StringIO("\n".join(body[1:])), delimiter=",", ndmin=2)
+    return Tables(a[:, 0].astype(int), a[:, 1], a[:, 2], a[:, 3], a[:, 4], a[:, 5].astype(bool), header)
+
+
+def samples_per_token_pair(T: int, channel: str) -> int:
+    """``K`` with ``x = alpha K``: ``T^2 + T - 2`` (softmax), ``T^2 + T`` (linear), 1 (hardmax)."""
+    if channel == "softmax":
+        return T * T + T - 2
+    if channel == "linear":
+        return T * T + T
+    if channel == "hardmax":
+        return 1
+    raise ValueError(f"channel must be one of {CHANNELS}, got {channel!r}")
+
+
+def _x_pr(rho):
+    return np.where(np.asarray(rho) <= 1, 2 * np.asarray(rho) - np.asarray(rho) ** 2, 1.0)
+
+
+def error_curve(rho: float, T: int, channel: str, noise: float, tables: Tables | None = None) -> dict:
+    """The curve the error explorer draws at these settings, from the tables.
+
+    Returns ``alpha``, ``mmse`` (the tabulated points, rescaled by ``K`` of
+    :func:`samples_per_token_pair`), ``alpha_pr`` (the perfect-recovery threshold,
+    noiseless softmax and linear channels only, else ``None``) and, for the
+    noiseless hardmax channel, ``published`` (``(alpha, mmse)`` with the published score).
+    """
+    tab = load_tables() if tables is None else tables
+    if channel not in CHANNELS:
+        raise ValueError(f"channel must be one of {CHANNELS}, got {channel!r}")
+    if channel == "hardmax" and T != 2:
+        raise ValueError(f"the hardmax state evolution is tabulated at T = 2 only, got T = {T}")
+    K = samples_per_token_pair(T, channel)
+    x, m = tab.curve("hardmax" if channel == "hardmax" else "softmax", rho, noise)
+    out = dict(alpha=x / K, mmse=m, alpha_pr=None, published=None)
+    if channel != "hardmax" and noise == 0:
+        out["alpha_pr"] = float(_x_pr(rho)) / K
+    if channel == "hardmax" and noise == 0:
+        xp, mp = tab.curve("hardmax-published", rho, 0.0)
+        out["published"] = (xp, mp)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the charts
+
+def _alt():
+    import altair as alt
+
+    return alt
+
+
+def _csv(tab: Tables, tables: tuple, noise_only: float | None = None) -> str:
+    """The rows of the chosen tables as compact CSV (5 decimals: 5e-6, far below what is drawn)."""
+    sel = np.isin(tab.table, [_TABLE_IDS[t] for t in tables])
+    if noise_only is not None:
+        sel &= tab.noise == noise_only
+    rows = ["t,rho,noise,x,m"]
+    for t, r, n, x, m in zip(tab.table[sel], tab.rho[sel], tab.noise[sel], tab.x[sel], tab.mmse[sel]):
+        rows.append(f"{t},{r:g},{n:g},{x:.6g},{m:.5f}".replace(".00000", ""))
+    return "\n".join(rows)
+
+
+def _data(alt, tab, tables, noise_only=None):
+    return alt.InlineData(values=_csv(tab, tables, noise_only),
+                          format=alt.CsvDataFormat(type="csv", parse={k: "number" for k in
+                                                                      ("t", "rho", "noise", "x", "m")}))
+
+
+def _select(alt, name, options, value, label):
+    return alt.param(name=name, value=value,
+                     bind=alt.binding_select(options=list(options), name=label + " "))
+
+
+def _slider(alt, name, lo, hi, step, value, label):
+    return alt.param(name=name, value=value,
+                     bind=alt.binding_range(min=lo, max=hi, step=step, name=label + " "))
+
+
+def error_curve_explorer(tables: Tables | None = None, width: int = 460, height: int = 300):
+    """The error explorer: the Bayes-optimal error against ``alpha`` for any setting.
+
+    Controls: channel, width ratio ``rho`` and noise ``Delta`` (the tabulated
+    values), ``T`` (2 to 8), ``log10 beta`` (-2 to 2: the curve does not move,
+    claim 1 of chapter 8), the plotted range ``[alpha_min, alpha_max]`` and a
+    cursor ``alpha`` whose error is read off (linear interpolation between the
+    tabulated points). The dotted rule is ``alpha_PR`` (noiseless softmax and
+    linear); for the noiseless hardmax channel the dashed curve is the one the
+    published score gives.
+    """
+    alt = _alt()
+    tab = load_tables() if tables is None else tables
+    rhos, noises = tab.rhos, tab.noises
+    p = dict(
+        channel=_select(alt, "channel", CHANNELS, "softmax", "channel"),
+        rho=_select(alt, "rho", rhos, 0.5 if 0.5 in rhos else rhos[0], "width ratio ρ"),
+        T=_slider(alt, "T", *T_RANGE, 1, 2, "tokens T"),
+        lbeta=_slider(alt, "log10_beta", *LOG10_BETA_RANGE, 0.1, 0.0, "log10 β"),
+        noise=_select(alt, "noise", noises, 0.0, "noise Δ"),
+        amin=_slider(alt, "alpha_min", 0.0, 1.0, 0.005, 0.0, "α from"),
+        amax=_slider(alt, "alpha_max", 0.02, 10.0, 0.01, 0.3, "α to"),
+        acur=_slider(alt, "alpha", 0.0, 10.0, 0.001, 0.1, "cursor α"),
+    )
+    K = ("(channel == 'softmax' ? T * T + T - 2 : channel == 'linear' ? T * T + T : 1)")
+    dom = alt.ExprRef("[alpha_min, max(alpha_max, alpha_min + 0.01)]")
+    x_enc = alt.X("alpha:Q", title="sample complexity α", scale=alt.Scale(domain=dom, nice=False),
+                  axis=alt.Axis(tickCount=8, labelOverlap=True))
+    y_enc = alt.Y("m:Q", title="Bayes-optimal error", scale=alt.Scale(domain=[0, 1.02]))
+    label = alt.Color("curve:N", title=None,
+                      scale=alt.Scale(domain=["state evolution", "published score"],
+                                      range=["#1f77b4", "#d62728"]),
+                      legend=None)
+    base = (alt.Chart(_data(alt, tab, ("softmax", "hardmax", "hardmax-published")))
+            .transform_filter("datum.rho == rho && datum.noise == noise")
+            .transform_filter("channel == 'hardmax' ? T == 2 && datum.t >= 1 : datum.t == 0")
+            .transform_calculate(alpha=f"datum.x / {K}",
+                                 curve="datum.t == 2 ? 'published score' : 'state evolution'"))
+    line = base.mark_line(clip=True, point=False).encode(
+        x=x_enc, y=y_enc, color=label,
+        strokeDash=alt.condition("datum.t == 2", alt.value([5, 3]), alt.value([1, 0])),
+        order="x:Q", detail="t:N")
+    line = line.properties(name="curve")
+    # the cursor: linear interpolation between the two tabulated points around alpha
+    # (clamped to the tabulated range: the softmax table ends at x = X_MAX, the hardmax
+    # one spans [A_MIN, A_MAX])
+    x_max = float(tab.x[tab.table == 0].max())
+    a_min, a_max = float(tab.x[tab.table == 1].min()), float(tab.x[tab.table == 1].max())
+    clamp = (f"channel == 'hardmax' ? clamp(alpha, {a_min}, {a_max} * (1 - 1e-9)) "
+             f": clamp(alpha, 0, {x_max} * (1 - 1e-9) / {K})")
+    cursor = (base.transform_filter("datum.t <= 1")
+              .transform_calculate(ac=clamp)
+              .transform_window(a2="lead(alpha)", m2="lead(m)", sort=[alt.SortField("x")])
+              .transform_filter("datum.alpha <= datum.ac && datum.a2 > datum.ac")
+              .transform_calculate(m_at="datum.m + (datum.m2 - datum.m) * (datum.ac - datum.alpha)"
+                                        " / (datum.a2 - datum.alpha)",
+                                   alpha_at="datum.ac"))
+    dot = cursor.mark_point(filled=True, size=70, color="black", clip=True).encode(
+        x=alt.X("alpha_at:Q"), y=alt.Y("m_at:Q"))
+    dot = dot.properties(name="cursor")
+    one = alt.Chart(alt.InlineData(values=[{"z": 0}]))
+    pr = (one.transform_filter("noise == 0 && channel != 'hardmax'")
+          .transform_calculate(a_pr=f"(rho <= 1 ? 2 * rho - rho * rho : 1) / {K}")
+          .mark_rule(strokeDash=[2, 2], color="gray", clip=True).encode(x="a_pr:Q"))
+    pr = pr.properties(name="alpha_pr")
+    readout = (one.transform_calculate(
+        text="channel == 'hardmax' && T != 2 ? 'hardmax: tabulated at T = 2 only' : ''")
+        .mark_text(align="left", x=8, y=12, fontSize=12, color="#a00").encode(text="text:N")
+        .properties(name="note"))
+    layered = alt.layer(line, pr, dot, readout).properties(width=width, height=height)
+    # the read-out line under the plot: cursor, error, threshold, beta
+    text = (cursor.transform_calculate(
+        a_pr=f"noise == 0 && channel != 'hardmax' ? (rho <= 1 ? 2 * rho - rho * rho : 1) / {K} : -1")
+        .transform_calculate(
+            text="'α = ' + format(datum.ac, '.3f') + ' · error = ' + format(datum.m_at, '.4f') + "
+                 "(datum.a_pr >= 0 ? ' · α_PR = ' + format(datum.a_pr, '.4f') : '') + "
+                 "' · β = ' + format(pow(10, log10_beta), '.3g') + ' (no effect)' + "
+                 "(channel == 'hardmax' && noise == 0 ? ' · red dashed: published score' : '')")
+        .mark_text(align="left", x=0, fontSize=12).encode(text="text:N")
+        .properties(width=width, height=18, name="readout"))
+    chart = alt.vconcat(layered, text, spacing=4).add_params(*p.values())
+    return chart.configure_view(stroke=None).properties(title="")
+
+
+def phase_explorer(tables: Tables | None = None, width: int = 420, height: int = 300):
+    """The phase diagram in ``(rho, alpha)`` with a cursor that reads off the error.
+
+    Controls: ``T``, noise ``Delta``, channel (softmax or linear), and the cursor
+    (``rho`` among the tabulated values, ``alpha`` on a slider). The white line
+    is ``alpha_PR(rho)`` (noiseless). Cells span the midpoints between tabulated
+    width ratios and sample complexities.
+    """
+    alt = _alt()
+    tab = load_tables() if tables is None else tables
+    rhos, noises = np.array(tab.rhos), tab.noises
+    edges = np.concatenate([[rhos[0] - (rhos[1] - rhos[0]) / 2], (rhos[1:] + rhos[:-1]) / 2,
+                            [rhos[-1] + (rhos[-1] - rhos[-2]) / 2]])
+    x0, _ = tab.curve("softmax", rhos[0], 0.0)
+    dx = float(x0[1] - x0[0])
+    rho_lo = {f"{r:g}": float(lo) for r, lo in zip(rhos, edges[:-1])}
+    rho_hi = {f"{r:g}": float(hi) + 0.004 for r, hi in zip(rhos, edges[1:])}   # no hairline gaps
+    p = dict(
+        T=_slider(alt, "T", *T_RANGE, 1, 2, "tokens T"),
+        noise=_select(alt, "noise", noises, 0.0, "noise Δ"),
+        channel=_select(alt, "channel", ("softmax", "linear"), "softmax", "channel"),
+        rc=_select(alt, "cursor_rho", tuple(float(r) for r in rhos), 0.5 if 0.5 in rhos else rhos[0],
+                   "cursor ρ"),
+        ac=_slider(alt, "cursor_alpha", 0.0, float(x0[-1]) / 4, 0.001, 0.1, "cursor α"),
+    )
+    K = "(channel == 'softmax' ? T * T + T - 2 : T * T + T)"
+    base = (alt.Chart(_data(alt, tab, ("softmax",)))
+            .transform_filter("datum.noise == noise")
+            .transform_calculate(alpha=f"datum.x / {K}",
+                                 a_lo=f"max(0, datum.x - {0.52 * dx}) / {K}",
+                                 a_hi=f"(datum.x + {0.52 * dx}) / {K}",
+                                 r_lo=f"{json.dumps(rho_lo)}[datum.rho + '']",
+                                 r_hi=f"{json.dumps(rho_hi)}[datum.rho + '']"))
+    heat = base.mark_rect(clip=True, strokeWidth=0.5).encode(
+        x=alt.X("r_lo:Q", title="width ratio ρ", scale=alt.Scale(domain=[0, float(edges[-1])], nice=False)),
+        x2="r_hi:Q",
+        y=alt.Y("a_lo:Q", title="sample complexity α",
+                scale=alt.Scale(domain=alt.ExprRef(f"[0, {float(x0[-1])} / {K}]"), nice=False)),
+        y2="a_hi:Q",
+        color=alt.Color("m:Q", title="error", scale=alt.Scale(scheme="viridis", domain=[0, 1])),
+        # each cell outlined in its own colour: no hairlines between cells
+        stroke=alt.Stroke("m:Q", scale=alt.Scale(scheme="viridis", domain=[0, 1]), legend=None),
+        tooltip=[alt.Tooltip("rho:Q", title="ρ"), alt.Tooltip("alpha:Q", title="α", format=".4f"),
+                 alt.Tooltip("m:Q", title="error", format=".4f")]).properties(name="heat")
+    grid = np.linspace(float(edges[0]), float(edges[-1]), 241)
+    pr_rows = [{"r": float(r), "xpr": float(_x_pr(r))} for r in grid]
+    pr = (alt.Chart(alt.InlineData(values=pr_rows)).transform_filter("noise == 0")
+          .transform_calculate(a_pr=f"datum.xpr / {K}")
+          .mark_line(color="white", strokeWidth=2).encode(x="r:Q", y="a_pr:Q"))
+    cur = (base.transform_filter("datum.rho == cursor_rho")
+           .transform_calculate(ac=f"clamp(cursor_alpha, 0, {float(x0[-1])} * (1 - 1e-9) / {K})")
+           .transform_window(a2="lead(alpha)", m2="lead(m)", sort=[alt.SortField("x")])
+           .transform_filter("datum.alpha <= datum.ac && datum.a2 > datum.ac")
+           .transform_calculate(m_at="datum.m + (datum.m2 - datum.m) * (datum.ac - datum.alpha)"
+                                     " / (datum.a2 - datum.alpha)",
+                                r_at="cursor_rho", a_at="datum.ac"))
+    mark = cur.mark_point(shape="cross", size=160, color="red", filled=True, strokeWidth=1).encode(
+        x="r_at:Q", y="a_at:Q").properties(name="cursor")
+    text = (cur.transform_calculate(
+        text="'ρ = ' + format(cursor_rho, '~g') + ' · α = ' + format(datum.ac, '.3f') + "
+             "' · error = ' + format(datum.m_at, '.4f')")
+        .mark_text(align="left", x=0, fontSize=12).encode(text="text:N")
+        .properties(width=width, height=18, name="readout"))
+    chart = alt.vconcat(alt.layer(heat, pr, mark).properties(width=width, height=height), text,
+                        spacing=4).add_params(*p.values())
+    return chart.configure_view(stroke=None)
+
+
+def hardmax_explorer(tables: Tables | None = None, width: int = 460, height: int = 280):
+    """The noiseless hardmax error (T = 2), exact score against the published one, for any tabulated ``rho``."""
+    alt = _alt()
+    tab = load_tables() if tables is None else tables
+    rhos = tab.rhos
+    rho = _select(alt, "rho", rhos, 0.5 if 0.5 in rhos else rhos[0], "width ratio ρ")
+    line = (alt.Chart(_data(alt, tab, ("hardmax", "hardmax-published"), noise_only=0.0))
+            .transform_filter("datum.rho == rho")
+            .transform_calculate(curve="datum.t == 2 ? 'published score' : 'exact score'")
+            .mark_line().encode(
+                x=alt.X("x:Q", title="sample complexity α", scale=alt.Scale(type="log")),
+                y=alt.Y("m:Q", title="Bayes-optimal error", scale=alt.Scale(domain=[0, 1.02])),
+                color=alt.Color("curve:N", title=None,
+                                scale=alt.Scale(domain=["exact score", "published score"],
+                                                range=["#1f77b4", "#d62728"]),
+                                legend=alt.Legend(orient="top-right")),
+                strokeDash=alt.condition("datum.t == 2", alt.value([5, 3]), alt.value([1, 0])),
+                order="x:Q", detail="t:N").properties(name="curve"))
+    return line.add_params(rho).properties(width=width, height=height).configure_view(stroke=None)
+
+
+# ---------------------------------------------------------------------------------------------
+# display
+
+_counter = [0]
+
+
+def to_html(chart, div_id: str | None = None) -> str:
+    """The chart as an HTML fragment for a page that loads the Vega bundle (``window.vegaEmbed``).
+
+    The fragment registers the Vega view as ``window.aimViews[div_id]`` once drawn
+    (the book's browser test reads the drawn data from it).
+    """
+    _counter[0] += 1
+    div_id = div_id or f"aim-vega-{_counter[0]}"
+    spec = json.dumps(chart.to_dict(), separators=(",", ":")).replace("</", "<\\/")
+    return (f'<div class="aim-vega" id="{div_id}"></div>\n<script type="text/javascript">\n'
+            f'(function () {{\n  var spec = {spec};\n'
+            f'  function draw() {{\n'
+            f'    if (!window.vegaEmbed) {{ return setTimeout(draw, 50); }}\n'
+            f'    vegaEmbed("#{div_id}", spec, {{actions: false, renderer: "svg"}}).then(function (r) {{\n'
+            f'      (window.aimViews = window.aimViews || {{}})["{div_id}"] = r.view;\n'
+            f'    }}).catch(function (e) {{ console.error(e); }});\n  }}\n  draw();\n}})();\n</script>')
+
+
+def show(chart, div_id: str | None = None):
+    """Display a chart: inline HTML in the book's build, the Altair chart itself elsewhere.
+
+    In Jupyter and Colab the returned chart renders with the notebook's own Vega
+    (JupyterLab ships it; Colab loads it); in the book's build (``AIM_BOOK_BUILD``
+    set) the page carries its own bundle and the chart needs no network.
+    """
+    if os.environ.get(BOOK_BUILD_ENV):
+        from IPython.display import HTML
+
+        return HTML(to_html(chart, div_id))
+    return chart

@@ -1,0 +1,298 @@
+"""The in-page explorers (aim_tutorial.explore) in headless Chromium, offline.
+
+Each test loads the built page afresh, moves controls the way the page's own inputs
+do (setting the input and firing its event), and reads the drawn data back from the
+Vega scenegraph: the data of every mark item and its position on the screen. The
+drawn curves are compared with aim_tutorial.state_evolution solved here.
+"""
+
+import re
+
+import numpy as np
+import pytest
+from book_browser import HTML_DIR
+
+import aim_tutorial as aim
+
+EXPLORE = "book/08_explore.html"
+HARDMAX = "book/04_bayes_optimal_error.html"
+VIEWS = {EXPLORE: ("explorer-curve", "explorer-phase"), HARDMAX: ("explorer-hardmax",)}
+# What the explorers may add to a page (the Vega bundle, 0.9 MB, and each chart's spec
+# with its data): the book's pages already weigh about 4.3 MB, most of it the theme's
+# icon font script (1.5 MB) and MathJax (1.2 MB).
+EXPLORER_WEIGHT_BUDGET = 2.0e6
+# Between tabulated points the read-out interpolates linearly; chapter 8 measures that
+# interpolation against direct solves (2e-3). Drawn points are tabulated values: 1e-4.
+TOL_DRAWN, TOL_INTERP = 1e-4, 2e-3
+
+_MARKS = """([id, pattern]) => {
+  const re = new RegExp(pattern), out = [];
+  const keep = d => Object.fromEntries(Object.entries(d || {}).filter(
+      ([k, v]) => typeof v === 'number' || typeof v === 'string'));
+  function walk(node) {
+    if (!node) return;
+    if (node.marktype && re.test(node.name || '')) {
+      for (const it of node.items || []) out.push({datum: keep(it.datum), x: it.x, y: it.y,
+                                                   text: it.text === undefined ? null : String(it.text)});
+      return;
+    }
+    for (const it of node.items || []) walk(it);
+  }
+  walk(window.aimViews[id].scenegraph().root);
+  return out;
+}"""
+
+_SET = """async ([id, name, value]) => {
+  const el = document.querySelector(`#${id} [name="${name}"]`);
+  if (!el) throw new Error(`no control ${name} in #${id}`);
+  el.value = String(value);
+  el.dispatchEvent(new Event(el.tagName === 'SELECT' ? 'change' : 'input', {bubbles: true}));
+  await window.aimViews[id].runAsync();
+  return {shown: el.value, signal: window.aimViews[id].signal(name)};
+}"""
+
+_CONTROLS = """(id) => [...document.querySelectorAll(`#${id} .vega-bindings [name]`)].map(el => ({
+  name: el.getAttribute('name'), tag: el.tagName, value: el.value,
+  min: el.min, max: el.max, options: el.tagName === 'SELECT' ? [...el.options].map(o => o.value) : null}))"""
+
+
+def _require_build():
+    if not (HTML_DIR / EXPLORE).is_file():
+        pytest.fail(f"no built book at {HTML_DIR}: run `make book` first (or set AIM_BOOK_HTML)")
+
+
+class ExplorerPage:
+    """A page of the book with its explorers drawn, and what it logged and loaded."""
+
+    def __init__(self, browser, base, path):
+        self.page = browser.new_page(viewport={"width": 1280, "height": 800})
+        self.errors, self.outside, self.bytes = [], [], {}
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+        def route(r):
+            if r.request.url.startswith(base):
+                r.continue_()
+            else:
+                self.outside.append(r.request.url)
+                r.abort()
+
+        self.page.route("**/*", route)
+        self.page.on("response", self._count)
+        self.page.goto(f"{base}/{path}", wait_until="load")
+        n = len(VIEWS[path])
+        self.page.wait_for_function(
+            f"window.aimViews && Object.keys(window.aimViews).length === {n}", timeout=30_000)
+
+    def _count(self, response):
+        try:
+            self.bytes[response.url] = len(response.body())
+        except Exception:  # a redirect or an aborted request has no body
+            pass
+
+    def marks(self, view, name):
+        return self.page.evaluate(_MARKS, [view, f"^{name}(_\\d+)?_marks$"])
+
+    def set(self, view, name, value):
+        return self.page.evaluate(_SET, [view, name, value])
+
+    def controls(self, view):
+        return {c["name"]: c for c in self.page.evaluate(_CONTROLS, view)}
+
+    def snapshot(self, view, names):
+        """What the view draws: the data and screen position of every item of the named marks."""
+        out = {}
+        for name in names:
+            out[name] = tuple(tuple(sorted(m["datum"].items())) + (round(m["x"] or 0, 2),
+                                                                  round(m["y"] or 0, 2), m["text"])
+                              for m in self.marks(view, name))
+        return out
+
+    def close(self):
+        self.page.close()
+
+
+@pytest.fixture
+def open_page(browser, book_server):
+    _require_build()
+    pages = []
+
+    def _open(path):
+        pages.append(ExplorerPage(browser, book_server, path))
+        return pages[-1]
+
+    yield _open
+    for p in pages:
+        p.close()
+
+
+def _curve(page, view, name="curve"):
+    pts = [m["datum"] for m in page.marks(view, name)]
+    return pts
+
+
+@pytest.mark.parametrize("path", sorted(VIEWS))
+def test_explorers_draw_on_load_offline(open_page, path):
+    page = open_page(path)
+    for view in VIEWS[path]:
+        assert page.marks(view, "curve" if view != "explorer-phase" else "heat"), view
+    assert not page.errors, f"{path}: console errors {page.errors}"
+    assert not page.outside, f"{path}: requests outside the book {page.outside}"
+    bundle = sum(n for url, n in page.bytes.items() if "vega-bundle.js" in url)
+    specs = page.page.evaluate("""() => [...document.querySelectorAll('.aim-vega + script')]
+                                        .reduce((n, s) => n + s.textContent.length, 0)""")
+    assert bundle > 0 and specs > 0
+    added, total = bundle + specs, sum(page.bytes.values())
+    print(f"{path}: {total / 1e6:.2f} MB in all, of which the explorers {added / 1e6:.2f} MB")
+    assert added < EXPLORER_WEIGHT_BUDGET, f"{path}: the explorers add {added / 1e6:.2f} MB"
+
+
+# control -> a new value; the marks whose drawing must change ("beta" changes only the text)
+CURVE_MOVES = [("channel", "linear", ("curve", "cursor", "alpha_pr")),
+               ("rho", 1.5, ("curve", "cursor", "alpha_pr")),
+               ("T", 4, ("curve", "cursor", "alpha_pr")),
+               ("log10_beta", 1.5, ("readout",)),
+               ("noise", 0.2, ("curve", "cursor")),
+               ("alpha_min", 0.05, ("curve", "cursor")),
+               ("alpha_max", 1.0, ("curve", "cursor")),
+               ("alpha", 0.05, ("cursor", "readout"))]
+CURVE_MARKS = ("curve", "cursor", "alpha_pr", "readout")
+
+
+def test_every_control_of_the_error_explorer_moves_the_drawing(open_page):
+    page = open_page(EXPLORE)
+    view = "explorer-curve"
+    assert set(page.controls(view)) == {name for name, _, _ in CURVE_MOVES}
+    before = page.snapshot(view, CURVE_MARKS)
+    for name, value, moved in CURVE_MOVES:
+        old = page.controls(view)[name]["value"]
+        page.set(view, name, value)
+        after = page.snapshot(view, CURVE_MARKS)
+        for mark in moved:
+            assert after[mark] != before[mark], f"{name} = {value} left {mark} unchanged"
+        if name == "log10_beta":     # claim 1 of chapter 8: beta moves nothing but its read-out
+            assert after["curve"] == before["curve"] and after["cursor"] == before["cursor"]
+            assert "β = 31.6" in after["readout"][0][-1]
+        page.set(view, name, old)
+        assert page.snapshot(view, CURVE_MARKS) == before, f"resetting {name} did not restore"
+    assert not page.errors
+
+
+SETTINGS = [dict(rho=0.5, T=3, channel="softmax", noise=0.05, alpha=0.021),
+            dict(rho=1.5, T=2, channel="linear", noise=0.0, alpha=0.07),
+            dict(rho=0.2, T=2, channel="hardmax", noise=0.2, alpha=0.5)]
+
+
+@pytest.mark.parametrize("st", SETTINGS, ids=lambda s: s["channel"])
+def test_drawn_curve_is_the_state_evolution(open_page, st):
+    page = open_page(EXPLORE)
+    view = "explorer-curve"
+    page.set(view, "alpha_max", 2.0)
+    for name in ("channel", "rho", "T", "noise", "alpha"):
+        page.set(view, name, st[name])
+    pts = sorted((d["alpha"], d["m"]) for d in _curve(page, view) if d.get("t") != 2)
+    alpha, drawn = np.array(pts).T
+    assert alpha.size >= 60, f"only {alpha.size} points drawn"
+    live = aim.state_evolution(alpha, st["rho"], T=st["T"], channel=st["channel"],
+                               noise=st["noise"]).mmse
+    gap = float(np.max(np.abs(drawn - live)))
+    assert gap < TOL_DRAWN, (st, gap)
+    # the cursor and its read-out
+    (cur,) = [m["datum"] for m in page.marks(view, "cursor")]
+    assert abs(cur["alpha_at"] - st["alpha"]) < 1e-12
+    at = float(aim.state_evolution(st["alpha"], st["rho"], T=st["T"], channel=st["channel"],
+                                   noise=st["noise"]).mmse)
+    assert abs(cur["m_at"] - at) < TOL_INTERP, (st, cur["m_at"], at)
+    (text,) = [m["text"] for m in page.marks(view, "readout")]
+    assert f"error = {cur['m_at']:.4f}" in text
+    if st["channel"] != "hardmax" and st["noise"] == 0:
+        K = st["T"] ** 2 + st["T"] - (2 if st["channel"] == "softmax" else 0)
+        a_pr = aim.alpha_perfect_recovery(st["rho"], 2) * 4 / K   # x_PR(rho) / K
+        (rule,) = [m["datum"] for m in page.marks(view, "alpha_pr")]
+        assert abs(rule["a_pr"] - a_pr) < 1e-12
+        assert f"α_PR = {a_pr:.4f}" in text
+
+
+def test_published_hardmax_curve_is_overlaid(open_page):
+    page = open_page(EXPLORE)
+    view = "explorer-curve"
+    page.set(view, "channel", "hardmax")
+    pts = _curve(page, view)
+    pub = sorted((d["alpha"], d["m"]) for d in pts if d["t"] == 2)
+    exact = dict((d["alpha"], d["m"]) for d in pts if d["t"] == 1)
+    assert pub and exact
+    a, m = np.array([p for p in pub if p[0] >= 0.02]).T
+    live = aim.state_evolution(a, 0.5, channel="hardmax", score="published").mmse
+    assert float(np.max(np.abs(m - live))) < TOL_DRAWN
+    assert all(exact[x] <= y + 1e-9 for x, y in pub)        # the exact error is lower
+    page.set(view, "noise", 0.05)                           # the published curve is noiseless only
+    assert not [d for d in _curve(page, view) if d["t"] == 2]
+    page.set(view, "T", 3)                                  # hardmax is tabulated at T = 2 only
+    assert not _curve(page, view)
+    (note,) = [m["text"] for m in page.marks(view, "note")]
+    assert "T = 2 only" in note
+
+
+PHASE_MOVES = [("T", 3, ("heat", "cursor")), ("noise", 0.5, ("heat", "cursor")),
+               ("channel", "linear", ("heat", "cursor")), ("cursor_rho", 1.0, ("cursor", "readout")),
+               ("cursor_alpha", 0.2, ("cursor", "readout"))]
+
+
+def test_every_control_of_the_phase_explorer_moves_the_drawing(open_page):
+    page = open_page(EXPLORE)
+    view = "explorer-phase"
+    assert set(page.controls(view)) == {name for name, _, _ in PHASE_MOVES}
+    marks = ("heat", "cursor", "readout")
+    before = page.snapshot(view, marks)
+    for name, value, moved in PHASE_MOVES:
+        old = page.controls(view)[name]["value"]
+        page.set(view, name, value)
+        after = page.snapshot(view, marks)
+        for mark in moved:
+            assert after[mark] != before[mark], f"{name} = {value} left {mark} unchanged"
+        page.set(view, name, old)
+    # the cursor reads off the state evolution
+    for rho, alpha, T, noise in ((0.3, 0.04, 2, 0.0), (1.25, 0.02, 3, 0.05)):
+        for name, value in (("T", T), ("noise", noise), ("cursor_rho", rho), ("cursor_alpha", alpha)):
+            page.set(view, name, value)
+        (cur,) = [m["datum"] for m in page.marks(view, "cursor")]
+        live = float(aim.state_evolution(alpha, rho, T=T, noise=noise).mmse)
+        assert abs(cur["m_at"] - live) < TOL_INTERP, (rho, alpha, T, cur["m_at"], live)
+        (text,) = [m["text"] for m in page.marks(view, "readout")]
+        assert f"error = {cur['m_at']:.4f}" in text
+    assert not page.errors
+
+
+def test_hardmax_explorer_of_chapter_4(open_page):
+    page = open_page(HARDMAX)
+    view = "explorer-hardmax"
+    drawn = {}
+    for rho in (0.5, 2.0):
+        page.set(view, "rho", rho)
+        pts = _curve(page, view)
+        for t, score in ((1, "exact"), (2, "published")):
+            a, m = np.array(sorted((d["x"], d["m"]) for d in pts if d["t"] == t and d["x"] >= 0.02)).T
+            live = aim.state_evolution(a, rho, channel="hardmax", score=score).mmse
+            assert float(np.max(np.abs(m - live))) < TOL_DRAWN, (rho, score)
+            drawn[rho, score] = m
+    assert not np.allclose(drawn[0.5, "exact"], drawn[2.0, "exact"])
+    assert not page.errors
+
+
+def test_controls_clamp_to_the_tables(open_page):
+    page = open_page(EXPLORE)
+    tables = aim.explore.load_tables()
+    for view in VIEWS[EXPLORE]:
+        for name, c in page.controls(view).items():
+            if c["tag"] == "SELECT":
+                opts = {float(o) if re.fullmatch(r"[\d.]+", o) else o for o in c["options"]}
+                expected = {"rho": set(tables.rhos), "cursor_rho": set(tables.rhos),
+                            "noise": set(tables.noises)}.get(name)
+                if expected is not None:
+                    assert opts == expected, (view, name, opts)
+                continue
+            lo, hi = float(c["min"]), float(c["max"])
+            for bad, edge in ((hi * 10 + 5, hi), (lo - 10, lo)):
+                got = page.set(view, name, bad)
+                assert float(got["shown"]) == edge and float(got["signal"]) == edge, (view, name, got)
+    assert not page.errors
