@@ -5,7 +5,7 @@ equation labels below refer to it.
 
 The attention indices of one sample are linear measurements of the teacher,
 ``h_ab = Tr(Z^mu_ab S)`` with symmetric sensing matrices
-``Z^mu_ab = (x_a x_b^T + x_b x_a^T - 2 delta_ab I) / (2 sqrt(d))`` (eq. amp-sensing), so learning
+``Z^mu_ab = (x_a x_b^T + x_b x_a^T - 2 delta_ab I) / (2 sqrt(d))`` (eq. (amp-sensing)), so learning
 ``S`` from ``(X, y)`` is a generalised linear model on a ``d x d`` symmetric
 matrix. GAMP-RIE is the generalised approximate message passing (GAMP)
 algorithm for that model, with the separable prior denoiser replaced by the
@@ -32,9 +32,10 @@ a large ratio reveals a collapse of the predicted variance, reported as a
 divergence (chapter 5, section "A failure mode: collapse").
 
 Reference: Boncoraglio, Troiani, Erba, Zdeborova, *Bayes optimal learning of
-attention-indexed models*, NeurIPS 2025 (arXiv 2506.01582), section 4 and
-appendix; Rangan, *Generalized approximate message passing*, ISIT 2011;
-Maillard, Troiani, Martin, Krzakala, Zdeborova, arXiv 2408.03733 (GAMP-RIE).
+attention-indexed models*, NeurIPS 2025 (arXiv 2506.01582), where GAMP-RIE is
+applied to the attention-indexed model; Rangan, *Generalized approximate message
+passing*, ISIT 2011; Maillard, Troiani, Martin, Krzakala, Zdeborova, arXiv
+2408.03733 (GAMP-RIE).
 """
 
 from __future__ import annotations
@@ -339,7 +340,7 @@ def gamp_rie(
         >>> res.S_hat.shape, len(res.history.error) == res.n_iter
         ((40, 40), True)
 
-    Reference: arXiv 2506.01582, section 4; taught in ``book/05_amp.md``.
+    Reference: arXiv 2506.01582 (GAMP-RIE); taught in chapter 5 (``book/05_amp.md``).
     """
     beta, noise = _validate_common(channel, beta, noise, score)
     rho = _checks.positive("rho", rho)
@@ -488,7 +489,7 @@ def gamp_rie_state_evolution(
     ``V^t = damping V^{t-1} + (1 - damping) c^t`` (no damping at ``t = 1``),
     ``q_hat^t = q_hat(V^t)`` (the channel's ``2 alpha E[2 sum g_aa^2 + sum_{a<b} g_ab^2]`` at
     variance ``V^t``), ``c^{t+1} = mmse_rho(1 / q_hat^t)``, from ``c^1 = c_init``.
-    With ``damping = 0`` it is the state evolution of section 3 run from ``q = Q0 - c_init``;
+    With ``damping = 0`` it is the state evolution of chapter 4, eq. (bo-se), run from ``q = Q0 - c_init``;
     with damping it follows the damping of ``V`` only (a heuristic: damping ``omega`` changes the
     path, not the fixed point).
 
@@ -511,7 +512,7 @@ def gamp_rie_state_evolution(
         >>> round(float(se.mmse[-1]), 3)
         0.221
 
-    Reference: arXiv 2506.01582, section 4; taught in ``book/05_amp.md``.
+    Reference: arXiv 2506.01582 (GAMP-RIE); taught in chapter 5 (``book/05_amp.md``).
     """
     beta, noise = _validate_common(channel, beta, noise, score)
     alpha = _checks.nonnegative("alpha", alpha)

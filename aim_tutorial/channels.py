@@ -1,18 +1,20 @@
 """Output channels: the partition function ``Z_out`` and its score.
 
 Chapter 4 (``book/04_bayes_optimal_error.md``) teaches this module; chapter 3
-(``book/03_replica.md``) derives where it enters. For one sample, the
+(``book/03_replica.md``) derives where it enters, and its labels ``rep-*`` are
+cited below. For one sample, the
 attention indices are ``h = omega + sqrt(V) zeta`` with ``zeta`` a symmetric
 Gaussian matrix, ``Var zeta_aa = 2``, ``Var zeta_ab = 1`` (``a != b``), i.e.
 the density of ``h`` is proportional to ``exp(-||h - omega||_F^2 / (4 V))``.
 The output channel gives
 
-    Z_out(y | omega, V) = E_zeta P_out(y | omega + sqrt(V) zeta),       eq. (se-zout)
+    Z_out(y | omega, V) = E_zeta P_out(y | omega + sqrt(V) zeta),       eq. (rep-zout)
 
-and its **score** is the symmetric-matrix gradient
+and its **score** is the symmetric-matrix gradient (chapter 3, section "The output
+channel and its Nishimori identity")
 
     Gamma_aa = g_aa,  Gamma_ab = Gamma_ba = g_ab / 2,
-    g_ab = d log Z_out / d omega_ab   over the T(T+1)/2 entries a <= b,   eq. (se-gout)
+    g_ab = d log Z_out / d omega_ab   over the T(T+1)/2 entries a <= b,
 
 so that ``d log Z_out = <Gamma, d omega>_F``; for an exactly observed ``h``,
 ``Gamma = (h - omega) / (2 V)``.
@@ -26,19 +28,19 @@ it only replaces ``V`` by ``V + Delta/2``):
 ``"softmax"``
     row-wise softmax at inverse temperature ``beta > 0``: ``y`` fixes ``h`` up
     to one constant ``c 11^T``, ``h = c 11^T + M``; ``Gamma = (c* 11^T + M - omega) / (2 V')``
-    with ``c* = mean(omega - M)`` over all ``T^2`` entries. ``M`` is built from
+    with ``c* = mean(omega - M)`` over all ``T^2`` entries, eq. (rep-softmax-zout). ``M`` is built from
     the log-ratios ``phi_ab = (log y_ab - log y_aT) / beta`` (never by dividing
     small probabilities): ``M_ab = phi_Ta + phi_ab``.
 ``"hardmax"`` (``T = 2``)
     ``s_a = +1`` when token ``a`` attends to itself, ``u_a = omega_aa - omega_12``,
     ``r = sqrt(3 V')``, ``k_a = s_a u_a / r``, ``c = s_1 s_2 / 3``:
-    ``Z_out = Phi_2(k_1, k_2; c)``, the bivariate normal CDF. ``score="exact"``
+    ``Z_out = Phi_2(k_1, k_2; c)``, the bivariate normal CDF, eq. (rep-hardmax-zout). ``score="exact"``
     differentiates it; ``score="published"`` is the expression used for the
     published reference data, with the joint density ``phi_2`` in place of both
     partial derivatives (not a gradient: kept to reproduce those curves).
 
-Reference: Boncoraglio, Troiani, Erba, Zdeborova, arXiv 2506.01582, section 3
-and appendix; AIM_SPEC section 3.
+Reference: Boncoraglio, Troiani, Erba, Zdeborova, arXiv 2506.01582 (the output
+channels and their scores).
 """
 
 from __future__ import annotations
@@ -235,7 +237,7 @@ def _output_score(channel, y, omega, V, beta, noise, score):
 
 
 def output_score(channel: str, y, omega, V, *, beta=1.0, noise=0.0, score: str = "exact"):
-    """Score ``Gamma = grad_omega log Z_out(y | omega, V)`` as a symmetric matrix, eq. (se-gout).
+    """Score ``Gamma = grad_omega log Z_out(y | omega, V)`` as a symmetric matrix.
 
     ``Gamma_aa = d log Z_out / d omega_aa`` and ``Gamma_ab = Gamma_ba = (1/2) d log Z_out /
     d omega_ab`` (``a < b``), so ``d log Z_out = <Gamma, d omega>_F``. Closed forms:
@@ -265,7 +267,8 @@ def output_score(channel: str, y, omega, V, *, beta=1.0, noise=0.0, score: str =
         >>> bool(jnp.allclose(G, h))   # (h - omega) / (2 V)
         True
 
-    Chapter 4, eq. (se-gout). Reference: arXiv 2506.01582, section 3.
+    Chapter 4; the score and its matrix form: chapter 3, section "The output channel and its
+    Nishimori identity". Reference: arXiv 2506.01582.
     """
     _validate(channel, y, omega, V, beta, noise, score)
     y = jnp.asarray(y, dtype=jnp.float64)
@@ -288,7 +291,7 @@ def _log_partition(channel, y, omega, V, beta, noise):
 
 
 def log_partition(channel: str, y, omega, V, *, beta=1.0, noise=0.0):
-    """``log Z_out(y | omega, V)``, eq. (se-zout), batched over leading axes.
+    """``log Z_out(y | omega, V)``, eq. (rep-zout), batched over leading axes.
 
     - hardmax (T = 2): ``log Phi_2(k_1, k_2; c)``, the exact log-probability of ``y``.
     - linear: the Gaussian log-density of the ``T(T+1)/2`` entries ``y_ab``, ``a <= b``,
@@ -312,7 +315,7 @@ def log_partition(channel: str, y, omega, V, *, beta=1.0, noise=0.0):
         >>> bool(jnp.allclose(G, (g + g.T) / 2))   # symmetric gradient
         True
 
-    Chapter 4, eq. (se-zout).
+    Chapter 4; eqs. (rep-zout), (rep-softmax-zout) and (rep-hardmax-zout) of chapter 3.
     """
     _validate(channel, y, omega, V, beta, noise, "exact")
     y = jnp.asarray(y, dtype=jnp.float64)
@@ -377,7 +380,7 @@ def generic_output_score(key, g: Callable, y, omega, V, *, label_noise: float, n
     Returns:
         :class:`GenericScore`.
 
-    Chapter 4, section on the generic channel.
+    Chapter 4, section "One curve for every temperature and every $T$".
     """
     _checks.positive("V", V)
     _checks.positive("label_noise", label_noise)

@@ -5,7 +5,7 @@ labels below refer to it. The teacher has one matrix a layer,
 ``S_l = W_l W_l^T / sqrt(r_l d)``, ``rho_l = r_l / d``, and the output is
 
     B_0 = I,  A_l = B_{l-1} h^l B_{l-1}^T,  B_l = (c I + softmax_beta(A_l)) B_{l-1},
-    y = softmax_beta(A_L),                                                  (deep-aim)
+    y = softmax_beta(A_L),                                          eq. (eq-deep-aim)
 
 with ``h^l`` the attention indices of ``S_l`` on the original tokens
 (:func:`aim_tutorial.model.deep_as_aim`). What the module provides:
@@ -14,9 +14,9 @@ with ``h^l`` the attention indices of ``S_l`` on the original tokens
   ``Cov(h^l_ab, h^m_a'b') = Q_lm (delta_aa' delta_bb' + delta_ab' delta_ba')`` with
   ``Q_lm = Tr(S_l S_m)/d`` (:func:`overlap_matrix`, :func:`index_covariance`),
   and the limit ``Q_lm -> delta_lm (1 + rho_l) + (1 - delta_lm) sqrt(rho_l rho_m)``
-  for independent teachers (:func:`limit_overlap_matrix`), eq. (deep-Q0);
+  for independent teachers (:func:`limit_overlap_matrix`), eq. (eq-deep-Q0);
 - the **counting threshold** ``sum_l (2 rho_l - rho_l^2) / (T^2 + T - 2)``
-  (:func:`deep_alpha_count`), eq. (deep-count);
+  (:func:`deep_alpha_count`), eq. (eq-deep-count);
 - a **two-layer student** trained by full-batch Adam, vmapped over
   initialisations, at cost ``O(n T d r)`` a step (:func:`train_deep_gd`);
 - the **output channel of deep attention in the Gaussian-equivalent model**:
@@ -27,8 +27,8 @@ with ``h^l`` the attention indices of ``S_l`` on the original tokens
   against averaged gradient descent.
 
 Reference: Boncoraglio, Troiani, Erba, Zdeborova, *Bayes optimal learning of
-attention-indexed models*, NeurIPS 2025 (arXiv 2506.01582), section 2 (deep
-attention is an AIM); the multi-layer theory here is this book's.
+attention-indexed models*, NeurIPS 2025 (arXiv 2506.01582), which introduces deep
+attention as an AIM; the multi-layer theory here is this book's.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def sample_deep_teacher(key: jax.Array, d: int, rhos: Sequence[float]) -> list:
 
 
 def deep_output(hs, beta, c):
-    """Traceable eq. (deep-aim): the output from stacked indices ``hs`` of shape ``(L, ..., T, T)``.
+    """Traceable eq. (eq-deep-aim): the output from stacked indices ``hs`` of shape ``(L, ..., T, T)``.
 
     Same maths as :func:`aim_tutorial.model.deep_as_aim` without argument
     validation, so that ``beta`` and ``c`` may be traced (``jit``, ``grad``).
@@ -112,10 +112,10 @@ def observed_maps_to_indices(P_maps, beta, c):
     """Recover every layer's indices, up to one constant each, from all the attention maps.
 
     If the maps ``P_l = softmax_beta(A_l)`` of *every* layer are observed, then
-    ``B_{l-1}`` is known and ``A_l`` is known up to ``kappa 1 1^T`` (eq. deep-M);
+    ``B_{l-1}`` is known and ``A_l`` is known up to ``kappa 1 1^T`` (proposition (prop-deep-decouple));
     since ``B_{l-1} 1 = (1 + c)^{l-1} 1``, ``h^l = B_{l-1}^{-1} A_l B_{l-1}^{-T}`` is
     known up to a constant times ``1 1^T``. This returns the representative whose
-    ``(T, T)`` entry is zero, eq. (deep-decouple).
+    ``(T, T)`` entry is zero, eq. (eq-deep-decouple).
 
     Args:
         P_maps: ``(L, ..., T, T)`` row-stochastic attention maps.
@@ -146,7 +146,7 @@ def observed_maps_to_indices(P_maps, beta, c):
 
 
 def overlap_matrix(Ss, Rs=None) -> np.ndarray:
-    """The L x L overlap matrix ``Q_lm = Tr(S_l R_m) / d``, eq. (deep-Q).
+    """The L x L overlap matrix ``Q_lm = Tr(S_l R_m) / d``, eq. (eq-deep-cov).
 
     With ``Rs = None`` this is ``Tr(S_l S_m)/d``, the matrix that sets the exact
     covariance of the joint attention indices (:func:`index_covariance`).
@@ -171,7 +171,7 @@ def overlap_matrix(Ss, Rs=None) -> np.ndarray:
 
 
 def index_covariance(Q, T: int) -> np.ndarray:
-    """Covariance of the stacked upper triangles of ``h^1..h^L``: ``Q kron C``, eq. (deep-cov).
+    """Covariance of the stacked upper triangles of ``h^1..h^L``: ``Q kron C``, eq. (eq-deep-cov).
 
     Conditionally on the teachers and for Gaussian tokens, exactly (at every
     ``d``): ``Cov(h^l_ab, h^m_a'b') = Q_lm (delta_aa' delta_bb' + delta_ab' delta_ba')``,
@@ -198,7 +198,7 @@ def index_covariance(Q, T: int) -> np.ndarray:
 
 
 def limit_overlap_matrix(rhos: Sequence[float]) -> np.ndarray:
-    """Limit of ``Tr(S_l S_m)/d`` for independent teachers, eq. (deep-Q0).
+    """Limit of ``Tr(S_l S_m)/d`` for independent teachers, eq. (eq-deep-Q0).
 
     ``Q0_ll = 1 + rho_l`` and ``Q0_lm = sqrt(rho_l rho_m)`` (``l != m``): the means
     ``E S_l = sqrt(rho_l) I`` are common to all layers, while the fluctuations
@@ -215,7 +215,7 @@ def limit_overlap_matrix(rhos: Sequence[float]) -> np.ndarray:
 
 
 def deep_alpha_count(rhos: Sequence[float], T: int) -> float:
-    """Counting threshold of noiseless deep softmax attention, eq. (deep-count).
+    """Counting threshold of noiseless deep softmax attention, eq. (eq-deep-count).
 
     ``sum_l dof(rho_l) / (T^2 + T - 2)`` with ``dof(rho) = 2 rho - rho^2`` for
     ``rho <= 1`` and ``1`` beyond: the degrees of freedom of all layers (per
@@ -258,11 +258,11 @@ def _student_matrix(W):
 
 
 def deep_student_output(Ws, X, beta=1.0, c=1.0):
-    """A deep student's output, eq. (deep-student), at cost ``O(n T d r)``.
+    """A deep student's output, eq. (eq-deep-student), at cost ``O(n T d r)``.
 
     Each layer has tied weights, ``S_l = W_l W_l^T / sqrt(r_l d)``, its own trace
     subtracted; the indices are ``P_l P_l^T / (d sqrt(r_l)) - ||W_l||^2/(d sqrt(r_l)) I``
-    with ``P_l = X W_l``, then eq. (deep-aim).
+    with ``P_l = X W_l``, then eq. (eq-deep-aim).
 
     Args:
         Ws: tuple of ``L`` weight matrices, shapes ``(d, r_l)``.
@@ -278,7 +278,7 @@ def deep_student_output(Ws, X, beta=1.0, c=1.0):
 
 
 def deep_loss(Ws, X, y, beta=1.0, c=1.0):
-    """Square loss of a deep student, ``(1/d) sum_mu sum_ab (y_hat_ab - y_ab)^2``, eq. (deep-loss)."""
+    """Square loss of a deep student, ``(1/d) sum_mu sum_ab (y_hat_ab - y_ab)^2``, eq. (eq-deep-loss)."""
     d = X.shape[-1]
     return jnp.sum((deep_student_output(Ws, X, beta, c) - y) ** 2) / d
 
@@ -347,7 +347,7 @@ def train_deep_gd(
     widths: Optional[Sequence[int]] = None,
     record_every: Optional[int] = None,
 ) -> DeepGDResult:
-    """Train ``n_init`` deep students by full-batch Adam and average them per layer, eq. (deep-loss).
+    """Train ``n_init`` deep students by full-batch Adam and average them per layer, eq. (eq-deep-loss).
 
     Student ``k`` has weights ``W_{k,l} ~ N(0, 1)`` of shape ``(d, r_l)``, one a
     layer, tied queries and keys, ``S_{k,l} = W_{k,l} W_{k,l}^T / sqrt(r_l d)``
@@ -386,7 +386,7 @@ def train_deep_gd(
         >>> res.S_hat.shape, res.error_mean.shape
         ((2, 12, 12), (2, 21))
 
-    Chapter 7, eqs. (deep-student)-(deep-loss).
+    Chapter 7, eqs. (eq-deep-student)-(eq-deep-loss).
     """
     rhos = _rhos(rhos)
     L = len(rhos)
@@ -460,13 +460,13 @@ def train_deep_gd(
 #
 # In the Gaussian-equivalent model the two layers' indices, given the estimates
 # omega = (omega^1, omega^2), are h^l = omega^l + sqrt(V_l) zeta^l with V diagonal
-# (eq. deep-V). Noiseless softmax output: y fixes A_2 = B(h^1) h^2 B(h^1)^T up to a
+# (as before eq. (eq-deep-qhat)). Noiseless softmax output: y fixes A_2 = B(h^1) h^2 B(h^1)^T up to a
 # constant, i.e. the K - 1 numbers D_ab = A_ab - A_TT (a <= b, (a, b) != (T, T)),
 # K = T(T+1)/2. Given h^1, D is linear in h^2, so
 #
 #     Z_out(D | omega, V) = E_{h^1 ~ N(omega^1, V_1 C)} N(D; Pi L_B omega^2, V_2 Pi L_B C L_B^T Pi^T),
 #
-# (eq. deep-Zout), with L_B the K x K matrix of h -> B h B^T on upper triangles and Pi
+# (eq. (eq-deep-Zout)), with L_B the K x K matrix of h -> B h B^T on upper triangles and Pi
 # the projection onto D. The expectation over h^1 is done by Monte Carlo.
 
 
@@ -568,12 +568,12 @@ class DeepQHat(NamedTuple):
 
 def deep_q_hat(key, alpha, q, V, T: int = 2, beta: float = 1.0, c: float = 1.0,
                n_omega: int = 4000, n_inner: int = 512) -> DeepQHat:
-    """Conjugate overlaps of two-layer deep attention in the Gaussian-equivalent model, eq. (deep-qhat).
+    """Conjugate overlaps of two-layer deep attention in the Gaussian-equivalent model, eq. (eq-deep-qhat).
 
     ``q_hat_lm = 2 alpha E[ g_l^T C g_m ]`` with ``g_l = d log Z_out / d omega^l`` (on
     the ``K = T(T+1)/2`` entries ``a <= b``), ``C = diag(2 if a = b else 1)``,
     ``omega ~ N(0, q kron C)``, ``h^l = omega^l + sqrt(V_l) zeta^l`` and ``Z_out``
-    of eq. (deep-Zout) estimated with ``n_inner`` Monte Carlo draws of the first
+    of eq. (eq-deep-Zout) estimated with ``n_inner`` Monte Carlo draws of the first
     layer's indices; the outer expectation uses ``n_omega`` draws. The score of a
     Monte Carlo estimate of ``log Z_out`` is noisy, and ``E[g g^T]`` of a noisy ``g``
     is biased upwards by the noise variance (by a factor of ten at ``n_inner = 16``):
@@ -585,7 +585,7 @@ def deep_q_hat(key, alpha, q, V, T: int = 2, beta: float = 1.0, c: float = 1.0,
         key: ``jax.random`` key (common random numbers: the same key gives the same answer).
         alpha: sample complexity ``>= 0``.
         q: ``(2, 2)`` overlap matrix of the estimates (``q_12 = sqrt(rho_1 rho_2)``
-            when the layers decouple, eq. deep-q12).
+            when the layers decouple, eq. (eq-deep-se)).
         V: ``(V_1, V_2)``, the per-layer errors, each ``> 0``.
         T: tokens a sequence, ``>= 2``.
         beta: inverse temperature ``> 0``.
@@ -647,7 +647,7 @@ def deep_state_evolution_diagonal(key, alpha, rhos: Sequence[float], T: int = 2,
                                   c: float = 1.0, n_omega: int = 4000, n_inner: int = 512,
                                   damping: float = 0.5, tol: float = 1e-2, max_iter: int = 60,
                                   V_floor: float = 1e-4, V_stop: float = 1e-3) -> DeepSEResult:
-    """Per-layer-RIE state evolution of two-layer deep attention: a **conjecture**, eq. (deep-se).
+    """Per-layer-RIE state evolution of two-layer deep attention: a **conjecture**, eq. (eq-deep-se).
 
     Iterates, from ``V = (1, 1)`` (``alpha = 0``),
 
@@ -658,7 +658,7 @@ def deep_state_evolution_diagonal(key, alpha, rhos: Sequence[float], T: int = 2,
     i.e. each layer is denoised by its own RIE with the noise ``1/q_hat_ll`` and the
     off-diagonal ``q_hat_12`` is dropped. This is exact when the output channel
     gives ``q_hat_12 = 0`` (e.g. when every layer's attention map is observed,
-    eq. deep-decouple); for deep attention ``q_hat_12 != 0`` and the prior term
+    eq. (eq-deep-decouple)); for deep attention ``q_hat_12 != 0`` and the prior term
     couples the layers through a spherical integral that the book does not solve.
     Common random numbers: the same ``key`` at every iteration.
 
@@ -721,7 +721,7 @@ def deep_state_evolution_diagonal(key, alpha, rhos: Sequence[float], T: int = 2,
 
 
 def deep_log_zout(D, omega1, omega2, zeta, V, T: int = 2, beta: float = 1.0, c: float = 1.0):
-    """Monte Carlo ``log Z_out`` of two-layer deep attention for one sample, eq. (deep-Zout).
+    """Monte Carlo ``log Z_out`` of two-layer deep attention for one sample, eq. (eq-deep-Zout).
 
     Args:
         D: ``(K - 1,)``, the output as ``A_ab - A_TT`` over ``a <= b``, ``(a, b) != (T, T)``.

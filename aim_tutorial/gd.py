@@ -3,14 +3,14 @@
 Chapter 6 (``book/06_gradient_descent.md``) teaches this module; the equation
 labels below refer to it. A **student** has the teacher's architecture,
 
-    S_hat = W W^T / sqrt(r' d),    W in R^{d x r'},                       (gd-student)
+    S_hat = W W^T / sqrt(r' d),    W in R^{d x r'},
     h_hat_ab = x_a^T S_hat x_b / sqrt(d) - delta_ab Tr(S_hat) / sqrt(d),
-    y_hat = g(h_hat)  (same channel as the teacher),
+    y_hat = g(h_hat)  (same channel as the teacher),                     eq. (eq-gd-student)
 
 and is trained by full-batch Adam (or plain gradient descent) on the square loss
 
     L(W) = (1/d) sum_mu sum_ab (y_hat_ab(X_mu) - y_ab^mu)^2
-           + weight_decay * Tr(S_hat).                                    (gd-loss)
+           + weight_decay * Tr(S_hat),                                    eq. (eq-gd-loss)
 
 Since ``S_hat`` is positive semi-definite, ``Tr(S_hat) = ||W||_F^2 / sqrt(r' d)``
 is both the nuclear norm of ``S_hat`` and an L2 penalty on ``W`` ("weight
@@ -20,7 +20,7 @@ decay"), normalised so that ``weight_decay`` is of order one.
 together in one jitted program (``vmap`` over students, ``lax.scan`` over
 steps). The cost of a step is ``O(n T d r')`` per student: the tokens are
 projected first, ``P = X W`` of shape ``(n, T, r')``, and
-``h_hat = P P^T / (d sqrt(r')) - ||W||_F^2 / (d sqrt(r')) I``; no ``(n, d, d)``
+``h_hat = P P^T / (d sqrt(r')) - ||W||_F^2 / (d sqrt(r')) I``, eq. (eq-gd-fast); no ``(n, d, d)``
 tensor is ever formed.
 
 Reference: Boncoraglio, Troiani, Erba, Zdeborova, *Bayes optimal learning of
@@ -56,7 +56,7 @@ class GDResult(NamedTuple):
             the posterior mean).
         S_students: ``(n_init, d, d)``, each student's ``S = W W^T / sqrt(r' d)``.
         W: ``(n_init, d, r')``, the students' final weights.
-        loss: ``(n_init, steps)``, each student's loss (gd-loss) before each step.
+        loss: ``(n_init, steps)``, each student's loss, eq. (eq-gd-loss), before each step.
         final_loss: ``(n_init,)``, each student's loss after the last step.
         record_steps: ``(R + 1,)``, the steps at which errors were recorded
             (``0`` is the initialisation).
@@ -85,7 +85,7 @@ class GDResult(NamedTuple):
 
 
 def student_indices(W: jax.Array, X: jax.Array) -> jax.Array:
-    """The student's attention indices from its weights, eq. (gd-student), in ``O(n T d r')``.
+    """The student's attention indices from its weights, eq. (eq-gd-student), in ``O(n T d r')``.
 
     ``h_hat = P P^T / (d sqrt(r')) - (||W||_F^2 / (d sqrt(r'))) I`` with ``P = X W``,
     which equals ``x_a^T S_hat x_b / sqrt(d) - delta_ab Tr(S_hat)/sqrt(d)`` for
@@ -120,7 +120,7 @@ def _channel_out(h, channel, beta):
 
 def gd_loss(W: jax.Array, X: jax.Array, y: jax.Array, channel: str = "softmax", beta: float = 1.0,
             weight_decay: float = 0.0) -> jax.Array:
-    """The training loss of one student, eq. (gd-loss).
+    """The training loss of one student, eq. (eq-gd-loss).
 
     ``(1/d) sum_mu sum_ab (g(h_hat)_ab - y_ab)^2 + weight_decay * ||W||_F^2 / sqrt(r' d)``.
 
@@ -154,7 +154,7 @@ def averaged_errors(S_students: jax.Array, S_true: jax.Array, Ks=None) -> np.nda
     """Error of the average of the first ``K`` students, ``||mean_{k<K} S_k - S||_F^2 / d``.
 
     If the students were independent posterior samples this would be
-    ``MMSE (1 + 1/K)`` on average (eq. gd-average).
+    ``MMSE (1 + 1/K)`` on average, eq. (eq-gd-average).
 
     Args:
         S_students: ``(n_init, d, d)``.
@@ -269,7 +269,7 @@ def train_gd(
     record_every: Optional[int] = None,
     progress: Optional[bool] = None,
 ) -> GDResult:
-    """Train ``n_init`` students by full-batch gradient descent and average them, eq. (gd-loss).
+    """Train ``n_init`` students by full-batch gradient descent and average them, eq. (eq-gd-loss).
 
     Each student ``S_k = W_k W_k^T / sqrt(r' d)`` starts from ``W_k ~ N(0, 1)``
     (independent keys) and minimises
@@ -278,7 +278,7 @@ def train_gd(
     learning rate ``lr``, full batch. All students run in one jitted program
     (``vmap`` over students, ``lax.scan`` over steps, a ``tqdm`` bar over
     chunks of the scan). The estimator is ``S_hat = mean_k S_k``
-    (eq. gd-average), which approaches the posterior mean when each student
+    (eq. (eq-gd-average)), which approaches the posterior mean when each student
     behaves like a posterior sample.
 
     Args:

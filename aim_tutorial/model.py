@@ -5,7 +5,8 @@ equation labels below refer to it. Shapes: ``d`` embedding dimension, ``T``
 tokens a sequence, ``n`` samples, ``L`` layers.
 
 Reference: Boncoraglio, Troiani, Erba, Zdeborova, *Bayes optimal learning of
-attention-indexed models*, NeurIPS 2025 (arXiv 2506.01582), section 2.
+attention-indexed models*, NeurIPS 2025 (arXiv 2506.01582), where the model is
+introduced.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def teacher_width(d: int, rho: float) -> int:
 
 
 def sample_teacher(key: jax.Array, d: int, rho: float) -> jax.Array:
-    """Sample a teacher ``S = W W^T / sqrt(r d)``, eq. (model-teacher).
+    """Sample a teacher ``S = W W^T / sqrt(r d)``, eq. (eq-teacher).
 
     ``W`` is ``(d, r)`` with iid N(0, 1) entries and ``r = round(rho d)``, so
     that ``E S = sqrt(r/d) I`` and ``Tr(S^2)/d -> 1 + rho``.
@@ -71,7 +72,7 @@ def _indices(X, S):
 
 
 def attention_indices(X: jax.Array, S: jax.Array) -> jax.Array:
-    """Attention indices ``h_ab = x_a^T S x_b / sqrt(d) - delta_ab Tr(S)/sqrt(d)``, eq. (model-h).
+    """Attention indices ``h_ab = x_a^T S x_b / sqrt(d) - delta_ab Tr(S)/sqrt(d)``, eq. (eq-h).
 
     Args:
         X: tokens, shape ``(..., T, d)``.
@@ -94,7 +95,7 @@ def symmetric_noise(key: jax.Array, shape: Sequence[int], delta: float) -> jax.A
     """Symmetric Gaussian noise, variance ``delta`` on the diagonal and ``delta/2`` off it.
 
     ``shape`` is ``(..., T, T)``. This is the noise convention of the noisy
-    channel (spec section 1): ``Z = sqrt(delta) (G + G^T)/2`` with G iid N(0, 1).
+    channel (chapter 1, section "The model"): ``Z = sqrt(delta) (G + G^T)/2`` with G iid N(0, 1).
     """
     delta = _checks.nonnegative("noise", delta)
     G = jax.random.normal(key, tuple(shape))
@@ -139,7 +140,7 @@ def deep_as_aim(hs: Sequence[jax.Array], beta: float = 1.0, c: float = 1.0) -> j
     """Deep attention written as an AIM: the output from the indices ``h^1..h^L`` alone.
 
     ``B_0 = I``; ``A_l = B_{l-1} h^l B_{l-1}^T``; ``B_l = (c I + softmax_beta(A_l)) B_{l-1}``;
-    output ``softmax_beta(A_L)``. Eq. (model-deep-aim).
+    output ``softmax_beta(A_L)``: the right-hand side of eq. (eq-deep).
 
     Args:
         hs: list of ``L`` arrays of shape ``(..., T, T)``.
@@ -163,7 +164,7 @@ def deep_as_aim(hs: Sequence[jax.Array], beta: float = 1.0, c: float = 1.0) -> j
 def deep_attention_literal(
     X: jax.Array, Ss: Sequence[jax.Array], beta: float = 1.0, c: float = 1.0
 ) -> jax.Array:
-    """Deep attention computed layer by layer on the tokens, eq. (model-deep-literal).
+    """Deep attention computed layer by layer on the tokens, the first line of eq. (eq-deep).
 
     ``X_0 = X``; ``A_l = X_{l-1} S_l X_{l-1}^T / sqrt(d) - (Tr S_l / sqrt(d)) B_{l-1} B_{l-1}^T``;
     ``X_l = (c I + softmax_beta(A_l)) X_{l-1}``; output ``softmax_beta(A_L)``.
@@ -201,7 +202,7 @@ def sample_data(
     c: float = 1.0,
     label_noise: float = 0.0,
 ):
-    """Sample ``n`` sequences of the attention-indexed model, eq. (model-y).
+    """Sample ``n`` sequences of the attention-indexed model, definition (def-aim) of chapter 1.
 
     Args:
         key: a ``jax.random`` key.

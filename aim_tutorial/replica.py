@@ -16,15 +16,15 @@ replica-symmetric free entropy live here:
    the MMSE, from the logarithmic energy of the spectral density (the
    large-``d`` HCIZ integral / Dyson entropy):
 
-       I(Delta) = Sigma(mu_Delta)/2 - log(Delta)/4 + 1/8,
+       I(Delta) = Sigma(mu_Delta)/2 - log(Delta)/4 + 1/8,        eq. (rep-mi)
        psi_rho(q_hat) = q_hat Q0 / 4 - I(1/q_hat),               eq. (rep-psi)
 
    with ``Sigma(mu) = int int log|x - y| mu(x) mu(y) dx dy``. Its derivative is
-   ``(Q0 - mmse_rho(1/q_hat))/4`` (the I-MMSE relation); the chapter checks this
+   ``(Q0 - mmse_rho(1/q_hat))/4`` (the I-MMSE relation, eq. (rep-dpsi)); the chapter checks this
    by finite differences, an independent check of the RIE MMSE.
 
 The spectral density ``mu_Delta`` of ``S + sqrt(Delta) Z`` is found from the cubic
-equation for its Stieltjes transform (AIM_SPEC section 2), its support from the
+equation for its Stieltjes transform (eq. (eq-rmt-cubic) of chapter 2), its support from the
 discriminant of that cubic, and the double integral by a Chebyshev expansion
 of ``log|cos t - cos s|`` on each interval of the support (spectrally accurate).
 
@@ -148,7 +148,7 @@ def sample_equivalent_indices(key: jax.Array, Q, n: int, T: int) -> jax.Array:
 
 
 def _cubic(x, delta, rho):
-    """Coefficients (highest first) of the cubic for G(x), AIM_SPEC section 2."""
+    """Coefficients (highest first) of the cubic for G(x), eq. (eq-rmt-cubic) of chapter 2."""
     s = np.sqrt(rho)
     x = np.asarray(x, dtype=float)
     one = np.ones_like(x)

@@ -4,13 +4,13 @@ Chapter 2 (``book/02_random_matrices.md``) teaches everything in this module;
 the equation labels below refer to it. The scalar-equivalent problem of the
 whole book is *matrix denoising*
 
-    Y = S + sqrt(delta) Z,                                          (eq-rmt-denoising)
+    Y = S + sqrt(delta) Z,                                          eq. (eq-rmt-denoising)
 
 with ``S = W W^T / sqrt(r d)`` (width ratio ``rho = r/d``) and ``Z`` a GOE
 matrix whose spectrum is the semicircle on ``[-2, 2]``. The spectral law of
 ``Y`` is the free additive convolution of ``sqrt(rho)`` times a
 Marchenko-Pastur law with a semicircle of variance ``delta``; its Stieltjes
-transform ``G(z) = int mu(t) / (z - t) dt`` solves the cubic (eq-rmt-cubic)
+transform ``G(z) = int mu(t) / (z - t) dt`` solves the cubic, eq. (eq-rmt-cubic),
 
     (delta/sqrt(rho)) G^3 - (z/sqrt(rho) + delta) G^2 + (z + 1/sqrt(rho) - sqrt(rho)) G - 1 = 0.
 
@@ -21,7 +21,7 @@ order one when ``rho`` is large:
     delta G^3 - (s + w + delta s) G^2 + (w s + 1) G - s = 0,   s = sqrt(rho).
 
 The support edges are the critical values of the inverse function
-``z(G) = 1/G + R_S(G) + delta G`` (eq-rmt-R), i.e. ``z(g)`` at the real roots
+``z(G) = 1/G + R_S(G) + delta G`` (eqs. (eq-rmt-R) and (eq-rmt-edges)), i.e. ``z(g)`` at the real roots
 ``g`` of the quartic ``z'(g) = 0``; ``x`` lies outside the support exactly when
 ``x = z(g)`` for a real ``g`` with ``z'(g) < 0`` (Biane).
 
@@ -32,7 +32,8 @@ array is expected.
 References: Bun, Bouchaud, Potters, *Cleaning large correlation matrices*,
 Phys. Rep. 666 (2017); Ledoit, Peche, PTRF 151 (2011); Maillard, Troiani,
 Martin, Krzakala, Zdeborova, arXiv 2408.03733 (the MMSE formula);
-Boncoraglio, Troiani, Erba, Zdeborova, arXiv 2506.01582, section 3.
+Boncoraglio, Troiani, Erba, Zdeborova, arXiv 2506.01582 (where matrix denoising
+enters the attention-indexed model).
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ def marchenko_pastur_density(x, rho: float) -> SpectralLaw:
 def semicircle_density(x, delta: float = 1.0) -> np.ndarray:
     """Semicircle law of variance ``delta``: ``sqrt(4 delta - x^2) / (2 pi delta)`` on ``|x| <= 2 sqrt(delta)``.
 
-    The spectral law of ``sqrt(delta) Z``, ``Z`` GOE (chapter 2, exercise 1).
+    The spectral law of ``sqrt(delta) Z``, ``Z`` GOE (exercise (ex-rmt-1) of chapter 2).
 
     Example:
         >>> import aim_tutorial as aim
@@ -579,7 +580,7 @@ def mmse_denoising(delta, rho):
     For ``delta <= 1`` this formula is evaluated as written; for ``delta > 1``
     (where it would lose ``log10(delta)`` digits to cancellation) the
     equivalent form ``1 - int mu(x) (xi(x) - sqrt(rho))^2 dx`` is used, with
-    ``xi`` the RIE's cleaned eigenvalue (eq. eq-rmt-mmse-xi: the Pythagorean
+    ``xi`` the RIE's cleaned eigenvalue (eq. (eq-rmt-mmse-xi): the Pythagorean
     identity ``E||S - S_hat||^2 = E||S||^2 - E||S_hat||^2`` of the posterior
     mean). The integrals are computed by vectorised adaptive Gauss-Legendre
     on each support interval after the substitution
@@ -601,7 +602,7 @@ def mmse_denoising(delta, rho):
         >>> round(aim.mmse_denoising(1.0, 0.5), 5)
         0.39695
 
-    Reference: Maillard et al., arXiv 2408.03733 (eq. of the denoising MMSE);
+    Reference: Maillard et al., arXiv 2408.03733 (the denoising MMSE formula);
     Bun, Bouchaud, Potters, Phys. Rep. 666 (2017).
     """
     d_arr = _positive_array("delta", delta)

@@ -1,38 +1,40 @@
 """State evolution: the Bayes-optimal error of single-layer attention-indexed models.
 
 Chapter 4 (``book/04_bayes_optimal_error.md``) teaches this module; chapter 3
-(``book/03_replica.md``) derives the equations. With ``Q0 = 1 + rho`` and the
-overlap ``q``, the replica-symmetric fixed point is
+(``book/03_replica.md``) derives the equations. Labels ``bo-*`` are chapter 4's,
+``rep-*`` chapter 3's. With ``Q0 = 1 + rho`` and the overlap ``q``, the
+replica-symmetric fixed point is
 
-    q = Q0 - mmse_rho(1 / q_hat),                                          eq. (se-q)
-    q_hat = 2 alpha E[2 sum_a g_aa^2 + sum_{a<b} g_ab^2] =: alpha H(q),    eq. (se-qhat)
+    q = Q0 - mmse_rho(1 / q_hat),
+    q_hat = 2 alpha E[2 sum_a g_aa^2 + sum_{a<b} g_ab^2] =: alpha H(q),    eq. (bo-se)
 
 with ``g = grad log Z_out`` at ``V = Q0 - q`` (:mod:`aim_tutorial.channels`).
 ``q_hat`` is proportional to ``alpha`` at fixed ``q``, so with the error
 ``m = Q0 - q`` and ``Delta(m)`` the inverse of ``mmse_rho`` the fixed points at
 ``alpha`` are the roots in ``m`` of
 
-    F(m) = alpha H(Q0 - m) Delta(m) - 1,                                   eq. (se-root)
+    F(m) = alpha H(Q0 - m) Delta(m) - 1,                                   eq. (bo-root)
 
 solved directly (no iteration, hence no critical slowing down near a
 transition). Among several roots the one of largest free entropy
 
-    Phi(q, q_hat) = -q q_hat / 4 + psi_rho(q_hat) + alpha E log Z_out,     eq. (se-phi)
-    psi_rho'(q_hat) = (Q0 - mmse_rho(1/q_hat)) / 4,
+    Phi(q, q_hat) = -q q_hat / 4 + psi_rho(q_hat) + alpha E log Z_out,     eq. (rep-phi)
+    psi_rho'(q_hat) = (Q0 - mmse_rho(1/q_hat)) / 4,                         eq. (rep-dpsi)
 
 is chosen. ``H`` per channel:
 
 - softmax (any ``T``, any ``beta > 0``): ``H = (T^2 + T - 2) / (m + Delta_h/2)``;
 - linear: ``H = (T^2 + T) / (m + Delta_h/2)``;
-- hardmax (``T = 2``): ``H = 2 G(t) / (3 V')`` with ``V' = m + Delta_h/2``,
+- hardmax (``T = 2``, eq. (bo-hardmax)): ``H = 2 G(t) / (3 V')`` with ``V' = m + Delta_h/2``,
   ``t = q / V'`` and ``G`` a two-dimensional Gaussian integral of the score,
   computed once by deterministic quadrature in the rescaled variables
   ``kappa_a = u_a / sqrt(3 V')`` (cached);
 - generic (a user function ``g``, Gaussian noise on ``y``, ``T <= 4``): ``H`` by
   Monte Carlo with common random numbers (:func:`generic_state_evolution`).
 
-Reference: Boncoraglio, Troiani, Erba, Zdeborova, arXiv 2506.01582, section 3;
-Maillard et al., arXiv 2408.03733 (the matrix-denoising part).
+Reference: Boncoraglio, Troiani, Erba, Zdeborova, arXiv 2506.01582 (the replica
+formula and its state evolution); Maillard et al., arXiv 2408.03733 (the
+matrix-denoising part).
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ class SEResult(NamedTuple):
 
 
 def alpha_perfect_recovery(rho: float, T: int = 2) -> float:
-    """Perfect-recovery threshold of the noiseless softmax channel, eq. (se-alpha-pr).
+    """Perfect-recovery threshold of the noiseless softmax channel, eq. (bo-alpha-pr).
 
     ``alpha_PR = (2 rho - rho^2) / (T^2 + T - 2)`` for ``rho <= 1`` and
     ``1 / (T^2 + T - 2)`` for ``rho >= 1``: the ``d^2 (2 rho - rho^2)/2`` degrees of
@@ -108,7 +110,7 @@ def alpha_perfect_recovery(rho: float, T: int = 2) -> float:
         >>> aim.alpha_perfect_recovery(0.5, 2)
         0.1875
 
-    Chapter 4, eq. (se-alpha-pr).
+    Chapter 4, eq. (bo-alpha-pr).
     """
     rho = _checks.positive("rho", rho)
     T = _checks.integer_at_least("T", T, 2)
@@ -182,13 +184,13 @@ def _psi(tab: _DenoisingTable, q_hat):
 def psi_denoising(q_hat, rho: float):
     """Free entropy of matrix denoising, ``psi_rho(q_hat) = int_0^{q_hat} (Q0 - mmse_rho(1/x))/4 dx``.
 
-    Its derivative is ``(Q0 - mmse_rho(1/q_hat))/4`` (eq. se-phi); normalised by ``psi(0) = 0``.
+    Its derivative is ``(Q0 - mmse_rho(1/q_hat))/4``, eq. (rep-dpsi); normalised by ``psi(0) = 0``.
 
     Args:
         q_hat: ``>= 0``, scalar or array.
         rho: width ratio ``> 0``.
 
-    Chapter 4, eq. (se-phi).
+    Chapter 3, eqs. (rep-psi) and (rep-dpsi).
     """
     rho = _checks.positive("rho", rho)
     q = np.asarray(q_hat, dtype=float)
@@ -339,7 +341,8 @@ def hardmax_score_moment(t, score: str = "exact"):
         t: ``q / V' >= 0``, scalar or array.
         score: ``"exact"`` or ``"published"``.
 
-    Chapter 4, section on hardmax.
+    Chapter 4, eq. (bo-hardmax) (``G`` is its ``Upsilon``) and section "Hardmax: the exact score
+    against the published one".
     """
     _checks.one_of("score", score, _ch.SCORES)
     tab = _hardmax_table()
@@ -383,7 +386,7 @@ def _ElogZ(q, rho, T, channel, noise):
 
 def q_hat_of(alpha, q, rho, T: int = 2, channel: str = "softmax", beta: float = 1.0, noise: float = 0.0,
              score: str = "exact"):
-    """``q_hat = 2 alpha E[2 sum_a g_aa^2 + sum_{a<b} g_ab^2]`` at overlap ``q``, eq. (se-qhat).
+    """``q_hat = 2 alpha E[2 sum_a g_aa^2 + sum_{a<b} g_ab^2]`` at overlap ``q``, eq. (bo-se).
 
     Args:
         alpha: ``>= 0``; q: overlap in ``[0, Q0)``; rho ``> 0``; T, channel, beta, noise, score as
@@ -397,7 +400,7 @@ def q_hat_of(alpha, q, rho, T: int = 2, channel: str = "softmax", beta: float = 
         >>> round(aim.q_hat_of(0.1, 1.0, 0.5), 6)   # 4 alpha / (Q0 - q)
         0.8
 
-    Chapter 4, eq. (se-qhat).
+    Chapter 4, eq. (bo-se).
     """
     _validate(rho, T, channel, beta, noise, score)
     a = np.asarray(alpha, dtype=float)
@@ -411,15 +414,15 @@ def q_hat_of(alpha, q, rho, T: int = 2, channel: str = "softmax", beta: float = 
 
 
 def free_entropy(alpha, q, q_hat, rho, T: int = 2, channel: str = "softmax", noise: float = 0.0):
-    """Replica-symmetric free entropy ``Phi(q, q_hat)``, eq. (se-phi), up to a constant.
+    """Replica-symmetric free entropy ``Phi(q, q_hat)``, eq. (rep-phi) of chapter 3, up to a constant.
 
     ``Phi = -q q_hat / 4 + psi_rho(q_hat) + alpha E log Z_out(q)``; the stationarity
-    conditions ``dPhi/dq_hat = 0`` and ``dPhi/dq = 0`` are eqs. (se-q) and (se-qhat).
+    conditions ``dPhi/dq_hat = 0`` and ``dPhi/dq = 0`` are eq. (rep-se).
     ``E log Z_out`` is exact up to a ``q``-independent constant (softmax/linear:
     ``-(K/4) log(Q0 - q + noise/2)``; hardmax: quadrature). The hardmax ``E log Z_out``
     is the one of the true channel: ``score`` does not enter.
 
-    Chapter 4, eq. (se-phi).
+    Chapter 3, eq. (rep-phi).
     """
     _validate(rho, T, channel, 1.0, noise, "exact")
     tab = _denoising_table(float(rho))
@@ -503,11 +506,11 @@ def _solve(alpha, rho, Hfun, Efun, perfect_possible):
 
 def state_evolution(alpha, rho: float, T: int = 2, channel: str = "softmax", beta: float = 1.0,
                     noise: float = 0.0, score: str = "exact") -> SEResult:
-    """Bayes-optimal error of a single-layer AIM: the state-evolution fixed point, eqs. (se-q)-(se-root).
+    """Bayes-optimal error of a single-layer AIM: the state-evolution fixed point, eqs. (bo-se)-(bo-root).
 
     Solves ``alpha H(q) Delta(Q0 - q) = 1`` directly for a whole grid of ``alpha``
     (bisection in the error ``m = Q0 - q`` after a scan that finds every root),
-    and keeps the fixed point of largest free entropy (eq. se-phi). Softmax: the
+    and keeps the fixed point of largest free entropy, eq. (rep-phi). Softmax: the
     error depends on ``alpha (T^2 + T - 2)`` only and not on ``beta``; it reaches 0
     at :func:`alpha_perfect_recovery` when ``noise = 0``.
 
@@ -528,7 +531,7 @@ def state_evolution(alpha, rho: float, T: int = 2, channel: str = "softmax", bet
         >>> round(aim.state_evolution(0.1, 0.5).mmse, 3)
         0.392
 
-    Chapter 4. Reference: arXiv 2506.01582, eqs. (10)-(12).
+    Chapter 4. Reference: arXiv 2506.01582 (its state-evolution equations).
     """
     _validate(rho, T, channel, beta, noise, score)
     scalar = np.ndim(alpha) == 0
@@ -571,7 +574,7 @@ def state_evolution(alpha, rho: float, T: int = 2, channel: str = "softmax", bet
 
 def label_space_error(q, rho: float, T: int = 2, channel: str = "softmax", beta: float = 1.0,
                       noise: float = 0.0, key=None, n_samples: int = 200_000):
-    """Bayes-optimal error on the outputs, ``E_omega[E ||g(h)||^2 - ||E g(h)||^2]``, spec section 3.
+    """Bayes-optimal error on the outputs, ``E_omega[E ||g(h)||^2 - ||E g(h)||^2]``, eq. (bo-label).
 
     ``omega ~ N(0, q C)``, ``h | omega ~ N(omega, (Q0 - q + noise/2) C)``, summed over
     the ``T^2`` entries of ``y``. Hardmax (T = 2) in closed form,
@@ -585,7 +588,7 @@ def label_space_error(q, rho: float, T: int = 2, channel: str = "softmax", beta:
         key: ``jax.random`` key, needed only for Monte Carlo.
         n_samples: Monte Carlo samples (``omega`` draws x 64 ``h`` draws each).
 
-    Chapter 4, section on label-space errors.
+    Chapter 4, section "Noise and the error on the outputs".
     """
     _validate(rho, T, channel, beta, noise, "exact")
     qq = np.asarray(q, dtype=float)
@@ -677,7 +680,7 @@ def generic_state_evolution(key, alpha, rho: float, g: Callable, T: int = 2, *, 
     ``H(q) = q_hat / alpha = 4 E ||Gamma||_F^2`` is estimated at ``n_m`` errors ``m = Q0 - q``
     with :func:`aim_tutorial.channels.generic_output_score` and the same random numbers
     for every ``m`` (common random numbers: the estimate is a smooth function of ``m``),
-    interpolated in ``log m``, and eq. (se-root) is solved as for the closed-form channels.
+    interpolated in ``log m``, and eq. (bo-root) is solved as for the closed-form channels.
     ``mmse_std`` comes from ``n_batches`` independent batches of ``omega`` draws.
 
     Args:
@@ -703,7 +706,7 @@ def generic_state_evolution(key, alpha, rho: float, g: Callable, T: int = 2, *, 
         >>> r.mmse.shape
         (1,)
 
-    Chapter 4, section on the generic channel.
+    Chapter 4, section "One curve for every temperature and every $T$".
     """
     rho = _checks.positive("rho", rho)
     T = _checks.integer_at_least("T", T, 2)

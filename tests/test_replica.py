@@ -7,7 +7,8 @@ import pytest
 import aim_tutorial as aim
 from aim_tutorial import replica
 
-# AIM_SPEC section 2, reference values of mmse_rho(Delta) (5 significant digits)
+# reference values of mmse_rho(Delta), eq. (eq-rmt-mmse), 5 significant digits (scripts/rmt_reference.py
+# recomputes them with mpmath)
 MMSE_TABLE = {
     (0.5, 0.01): 0.00742, (0.5, 0.1): 0.06654, (0.5, 0.6): 0.28390, (0.5, 1.0): 0.39695, (0.5, 10.0): 0.89393,
     (1.0, 0.01): 0.00948, (1.0, 0.1): 0.08055, (1.0, 0.6): 0.32532, (1.0, 1.0): 0.44387, (1.0, 10.0): 0.90189,
@@ -77,7 +78,8 @@ def test_spectrum_moments_and_mmse_table(rho, delta):
 
 
 def test_support_edges_spec():
-    # AIM_SPEC section 2: rho = 0.5, Delta = 0.01: [-0.147, 0.132] and [0.147, 4.125]; Delta = 0.05: [-0.341, 4.142]
+    # the support edges chapter 2 checks (eq. (eq-rmt-edges)): rho = 0.5, Delta = 0.01: [-0.147, 0.132]
+    # and [0.147, 4.125]; Delta = 0.05: [-0.341, 4.142]
     two = replica.denoising_spectrum(0.01, 0.5).intervals
     one = replica.denoising_spectrum(0.05, 0.5).intervals
     assert two.shape == (2, 2) and one.shape == (1, 2)

@@ -80,7 +80,7 @@ def test_softmax_se_smoke_files_and_claims(tmp_path):
     assert len(Ts) >= 2
     # the error depends on T only through x = alpha (T^2 + T - 2): identical columns (deterministic, 1e-8)
     np.testing.assert_allclose(m[T == Ts[0]], m[T == Ts[1]], atol=1e-8)
-    # reference value (AIM_SPEC section 6): T = 2, rho = 0.5, alpha = 0.1 (x = 0.4) -> 0.392;
+    # reference value (chapters 3 and 4 check it too): T = 2, rho = 0.5, alpha = 0.1 (x = 0.4) -> 0.392;
     # 1e-2 covers linear interpolation on the 24-point smoke grid
     s = T == 2
     assert abs(np.interp(0.4, x[s], m[s]) - 0.392) < 1e-2
@@ -97,7 +97,7 @@ def test_hardmax_se_exact_below_published():
     ex, pub = m[sc == 0], m[sc == 1]
     assert np.all(data.column("converged") == 1)
     assert np.all(np.diff(ex) < 0)  # the error decreases with alpha
-    # at alpha = 3 the exact error is ~0.011, the published curve stays far above (AIM_SPEC section 6)
+    # at alpha = 3 the exact error is ~0.011, the published curve stays far above (as in chapter 4)
     assert abs(np.interp(np.log(3.0), np.log(a[sc == 0]), ex) - 0.0110) < 2e-3
     assert pub[-1] > 5 * ex[-1]
 
@@ -131,7 +131,8 @@ def test_amp_hardmax_smoke_beats_published_curve():
     k, a, m = d.column("kind"), d.column("alpha"), d.column("mmse")
     amp = k == 1
     assert np.all(np.isfinite(m[amp])) and np.all(d.column("diverged")[amp] == 0)
-    # GAMP-RIE with the exact score goes below the published "optimal" curve (AIM_SPEC section 3):
+    # GAMP-RIE with the exact score goes below the published "optimal" curve (chapter 5, section
+    # "Hardmax: beating the published curve"):
     # at alpha = 1 the published-score SE is ~0.33 and AMP at d = 24 reaches ~0.1; margin 0.1
     a_amp, m_amp = a[amp], m[amp]
     pub = np.interp(a_amp, a[k == 2], m[k == 2])
