@@ -1,7 +1,7 @@
 """High-precision reference values of the denoising MMSE (checks aim_tutorial.rmt).
 
 Needs only mpmath (``pip install mpmath``); independent of the package's code:
-the cubic of eq. (rmt-cubic) and the quartic of the support edges are solved
+the cubic of eq. (eq-rmt-cubic) and the quartic of the support edges are solved
 with ``mpmath.polyroots`` at 40 digits, and ``int mu^3`` is integrated with
 tanh-sinh quadrature (``mpmath.quad``), which handles the square-root edges.
 

@@ -228,7 +228,7 @@ def test_q_hat_validation(key):
 
 
 def test_log_zout_matches_direct_formula(key):
-    # eq. (deep-Zout) for T = 2 written out with numpy/scipy for one sample: agreement to rounding.
+    # eq. (eq-deep-Zout) for T = 2 written out with numpy/scipy for one sample: agreement to rounding.
     from scipy import stats
 
     rng = np.random.default_rng(0)
