@@ -8,7 +8,7 @@
   "zdeborova"). Two entries of one list with the same label get "2016a",
   "2016b" (ordered by title; the in-text citation keeps the plain year).
 * Each script once on a page (Sphinx 7.4 emitted two inline scripts twice).
-* Launch buttons (Colab) only on pages that have a paired notebook
+* Launch buttons (Colab) only on pages that have a Colab notebook
   ``book/NAME.ipynb``: a page that is executed but ships no notebook (the
   benchmarks appendix) gets none, instead of a button that opens its ``.md``.
 * One output box per stream and cell (``nb_merge_streams``), without writing the
@@ -107,7 +107,7 @@ register_plugin("pybtex.style.formatting", "aimstyle", AimStyle)
 
 
 def _drop_launch_buttons(app, pagename, templatename, context, doctree):
-    """Remove the notebook marker of executed pages that ship no paired notebook."""
+    """Remove the notebook marker of executed pages that ship no Colab notebook."""
     meta = app.env.metadata.get(pagename, {})
     if "kernelspec" in meta:
         src = Path(app.env.doc2path(pagename))
@@ -181,6 +181,10 @@ def setup(app):
     os.environ["AIM_BOOK_BUILD"] = "1"
     app.connect("html-page-context", _vega_bundle_if_charts, priority=400)
     app.connect("build-finished", _write_vega_bundle)
+    # the Colab notebooks, from the chapters and this build's numbering
+    import aim_colab
+
+    app.connect("build-finished", aim_colab.write_notebooks)
     # before sphinx-book-theme's own handler (default priority 500)
     app.connect("html-page-context", _drop_launch_buttons, priority=100)
     # after every extension has added its scripts
