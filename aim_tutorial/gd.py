@@ -373,7 +373,11 @@ def train_gd(
         errs_mean.append(em0[None])
     chunks = range(n_chunks)
     if progress:
-        from tqdm.auto import tqdm
+        import warnings
+
+        with warnings.catch_warnings():  # without ipywidgets tqdm.auto warns, then draws a text bar
+            warnings.simplefilter("ignore")
+            from tqdm.auto import tqdm
 
         chunks = tqdm(chunks, desc=f"train_gd ({n_init} students, {steps} steps)", unit="chunk")
     for _ in chunks:

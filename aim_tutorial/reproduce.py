@@ -118,7 +118,11 @@ class ReproduceResult(NamedTuple):
 
 
 def _tqdm(iterable, progress: bool, desc: str, total: Optional[int] = None):
-    from tqdm.auto import tqdm
+    import warnings
+
+    with warnings.catch_warnings():  # without ipywidgets tqdm.auto warns, then draws a text bar
+        warnings.simplefilter("ignore")
+        from tqdm.auto import tqdm
 
     return tqdm(iterable, desc=desc, total=total, disable=not progress, leave=False, dynamic_ncols=True)
 
