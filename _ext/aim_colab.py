@@ -99,8 +99,13 @@ class Resolver:
         return "section", ".".join(map(str, num)) if num else "", url
 
     def number_of(self, label: str) -> str:
-        """"3.1" for a numbered label (a figure, an exercise, a prf box); KeyError otherwise."""
+        """"3.1" for a numbered label (a figure, an exercise, a prf box); "" and a warning otherwise."""
         _, anchor, _ = self.std.get(label.lower(), (None, label.lower(), None))
+        if anchor not in self.numbers:
+            from sphinx.util import logging
+
+            logging.getLogger(__name__).warning(f"Colab notebooks: {label!r} has no number")
+            return ""
         return self.numbers[anchor][2]
 
     def expand_macros(self, text: str) -> str:
@@ -123,6 +128,18 @@ class ChapterConverter:
 
     # -- roles
     def role(self, m: re.Match) -> str:
+        try:
+            return self._role(m)
+        except KeyError as e:
+            # a failed cell in a development build leaves a figure unnumbered; under -W
+            # (make test) this warning fails the build
+            from sphinx.util import logging
+
+            logging.getLogger(__name__).warning(
+                f"Colab notebook of {self.doc}: unresolved reference {m.group(0)} ({e})")
+            return m.group(2)
+
+    def _role(self, m: re.Match) -> str:
         name, content = m.group(1), m.group(2)
         explicit = re.fullmatch(r"(?s)(.*?)\s*<([^<>]+)>", content)
         text, label = (explicit.group(1), explicit.group(2)) if explicit else (None, content)
@@ -182,6 +199,8 @@ class ChapterConverter:
             return "__BIBLIOGRAPHY__"
         if name in ("note", "warning", "tip", "important", "admonition"):
             head = arg if name == "admonition" else name.capitalize()
+            if "dropdown" in opts.get("class", ""):          # folded in the book: folded here
+                return f"{anchor}<details><summary><b>{head}</b></summary>\n\n{body}\n\n</details>"
             return f"> **{head}**\n>\n" + "\n".join(f"> {ln}" if ln else ">" for ln in body.split("\n"))
         raise ValueError(f"{self.doc}: no Markdown form for the directive {{{name}}}")
 
