@@ -443,7 +443,8 @@ def gamp_rie(
             diverged = True
             status = (f"diverged at iteration {it}: collapse, the output residuals are {ratio:.3g} times larger "
                       f"than the predicted variance V (E g^2 / -E g' = {ratio:.3g}); the predicted error "
-                      f"eps = {c:.3g} is not to be trusted (try q_hat_from='derivative' or more damping)")
+                      f"eps = {c:.3g} is not to be trusted (more damping or a larger d may help; "
+                      f"q_hat_from='derivative' is no cure, chapter 5)")
             break
         if grow >= patience and residual > 100 * tol:
             diverged, status = True, f"diverged at iteration {it}: residual grew {grow} iterations in a row"

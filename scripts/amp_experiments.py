@@ -10,8 +10,8 @@ Parts:
   softmax   softmax channel, rho = 0.5, T = 2, 3, 4, d = 100, alpha grid, 3 instances each
   softmax150  softmax, rho = 0.5, T = 2 and 3, d = 150, mid-range alpha (0.13 for T = 2), 4 instances
   hardmax   hardmax channel (exact score), T = 2, rho = 0.5, d = 80, alpha grid, 8 instances each, adaptive damping
-  finite    finite-size scaling: softmax T = 2, rho = 0.5, alpha = 0.13, d = 50..400, 8/8/3/1 instances,
-            with the time per iteration against d
+  finite    finite-size scaling: softmax T = 2, rho = 0.5, alpha = 0.13, d = 50..400 (7 sizes, 8 instances
+            up to d = 200, then 4 and 3), with the time per iteration against d and the load average
   speed     softmax T = 3, d = 150, alpha = 0.05: wall time after compilation and peak memory,
             each measured in a fresh process
 
@@ -159,16 +159,20 @@ def part_hardmax():
 
 
 def part_finite():
-    params = dict(d=[50, 100, 200, 400], rho=RHO, T=2, alpha=0.13, n_instances=[8, 8, 3, 1], max_iter=60,
-                  damping=0.5, init="prior")
-    rows = load_previous("finite").get("sizes", [])
+    # 7 sizes, at least 3 instances each, so that the finite-size trend is fitted with error bars;
+    # the load average is recorded with each size (timings on a shared machine are upper bounds)
+    params = dict(d=[50, 70, 100, 140, 200, 280, 400], rho=RHO, T=2, alpha=0.13,
+                  n_instances=[8, 8, 8, 8, 8, 4, 3], max_iter=60, damping=0.5, init="prior")
+    rows = [r for r in load_previous("finite").get("sizes", [])
+            if r["d"] in params["d"] and len(r["runs"]) == params["n_instances"][params["d"].index(r["d"])]]
     for d, n_inst in zip(params["d"], params["n_instances"]):
         if any(r["d"] == d for r in rows):
             continue
         run_one("finite", d, 2, params["alpha"], "softmax", (999, d), max_iter=2)  # compile (warm-up)
         runs = [run_one("finite", d, 2, params["alpha"], "softmax", (d, s), max_iter=params["max_iter"])
                 for s in range(n_inst)]
-        rows.append(dict(d=d, runs=runs))
+        rows.append(dict(d=d, runs=runs, load_average=[round(x, 2) for x in os.getloadavg()]))
+        rows.sort(key=lambda r: r["d"])
         e = [r["error"] for r in runs]
         tpi = [r["wall_s"] / r["n_iter"] for r in runs]
         print(f"finite d={d}: {np.mean(e):.4f} +- {np.std(e):.4f}; {np.median(tpi) * 1e3:.1f} ms/iteration",
