@@ -153,6 +153,8 @@ class ChapterConverter:
             kind, num, url = self.r.numbered(label)
             if text:
                 shown = text.replace("%s", num).replace("{number}", num)
+            elif kind in _PRF_TITLES or kind == "exercise":       # as the book shows them
+                shown = f"{_kind_word(kind)} {num}"
             else:
                 fmt = self.r.fmt.get(kind)
                 shown = fmt.replace("%s", num) if fmt else f"{_kind_word(kind)} {num}"
