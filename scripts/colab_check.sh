@@ -12,13 +12,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/aim_colab}
 VENV=${VENV_COLAB:-$OUT/venv}
-if [ -z "${PY312:-}" ]; then
-    for cand in "$(command -v python3.12 || true)" /root/.pyenv/versions/3.12*/bin/python3.12 \
-                "$HOME"/.pyenv/versions/3.12*/bin/python3.12 /usr/bin/python3.12; do
-        if [ -n "$cand" ] && "$cand" --version > /dev/null 2>&1; then PY312=$cand; break; fi
-    done
-fi
-if [ -z "${PY312:-}" ]; then echo "no working python3.12 found; set PY312=/path/to/python3.12"; exit 2; fi
+source scripts/find_py312.sh
 mkdir -p "$OUT"
 start_all=$(date +%s)
 # always a fresh environment: the notebooks must install what they need themselves
