@@ -159,22 +159,37 @@ CURVE_MOVES = [("channel", "linear", ("curve", "cursor", "alpha_pr")),
 CURVE_MARKS = ("curve", "cursor", "alpha_pr", "readout")
 
 
-def test_every_control_of_the_error_explorer_moves_the_drawing(open_page):
-    page = open_page(EXPLORE)
-    view = "explorer-curve"
-    assert set(page.controls(view)) == {name for name, _, _ in CURVE_MOVES}
-    before = page.snapshot(view, CURVE_MARKS)
-    for name, value, moved in CURVE_MOVES:
+def _move_each_control(page, view, moves, marks, check=None, restore=False):
+    """Set each control to its new value, assert the named marks were redrawn, set it back.
+
+    `check(name, before, after)` adds assertions for one control; with `restore`, the
+    drawing after setting a control back must be the original one.
+    """
+    assert set(page.controls(view)) == {name for name, _, _ in moves}
+    before = page.snapshot(view, marks)
+    for name, value, moved in moves:
         old = page.controls(view)[name]["value"]
         page.set(view, name, value)
-        after = page.snapshot(view, CURVE_MARKS)
+        after = page.snapshot(view, marks)
         for mark in moved:
             assert after[mark] != before[mark], f"{name} = {value} left {mark} unchanged"
+        if check is not None:
+            check(name, before, after)
+        page.set(view, name, old)
+        if restore:
+            assert page.snapshot(view, marks) == before, f"resetting {name} did not restore"
+
+
+def test_every_control_of_the_error_explorer_moves_the_drawing(open_page):
+    page = open_page(EXPLORE)
+
+    def beta_moves_only_the_readout(name, before, after):
         if name == "log10_beta":     # claim 1 of chapter 8: beta moves nothing but its read-out
             assert after["curve"] == before["curve"] and after["cursor"] == before["cursor"]
             assert "β = 31.6" in after["readout"][0][-1]
-        page.set(view, name, old)
-        assert page.snapshot(view, CURVE_MARKS) == before, f"resetting {name} did not restore"
+
+    _move_each_control(page, "explorer-curve", CURVE_MOVES, CURVE_MARKS,
+                       check=beta_moves_only_the_readout, restore=True)
     assert not page.errors
 
 
@@ -241,16 +256,7 @@ PHASE_MOVES = [("T", 3, ("heat", "cursor")), ("noise", 0.5, ("heat", "cursor")),
 def test_every_control_of_the_phase_explorer_moves_the_drawing(open_page):
     page = open_page(EXPLORE)
     view = "explorer-phase"
-    assert set(page.controls(view)) == {name for name, _, _ in PHASE_MOVES}
-    marks = ("heat", "cursor", "readout")
-    before = page.snapshot(view, marks)
-    for name, value, moved in PHASE_MOVES:
-        old = page.controls(view)[name]["value"]
-        page.set(view, name, value)
-        after = page.snapshot(view, marks)
-        for mark in moved:
-            assert after[mark] != before[mark], f"{name} = {value} left {mark} unchanged"
-        page.set(view, name, old)
+    _move_each_control(page, view, PHASE_MOVES, ("heat", "cursor", "readout"))
     # the cursor reads off the state evolution
     for rho, alpha, T, noise in ((0.3, 0.04, 2, 0.0), (1.25, 0.02, 3, 0.05)):
         for name, value in (("T", T), ("noise", noise), ("cursor_rho", rho), ("cursor_alpha", alpha)):
