@@ -10,6 +10,9 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 CELL_TIMEOUT ?= 600
+# Steps run JOBS at a time (chapters executed, notebooks checked, test workers): the
+# machine's CPUs. Chapters are started slowest first (scripts/execute_chapters.py).
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # MathJax is served from the build itself (offline maths): the npm package,
 # unpacked once into _vendor/mathjax (not tracked; copied into _build/html/mathjax
 # by html_extra_path; not under _static, whose every .js Jupyter Book would add to
@@ -48,25 +51,30 @@ test: install unit build-strict browser nbval colab-check colab-run
 	@echo "make test: every step passed"
 
 unit:
-	$(BIN)/python -m pytest tests -q --ignore=tests/browser
+	$(BIN)/python -m pytest tests -q --ignore=tests/browser -n $(JOBS)
 
 # Every page of the built book in headless Chromium (Debian's), offline:
 # maths rendered, no raw MyST, no broken link or image, no equation wider than
 # its column, no console error, no network request. Screenshots: _build/screenshots.
 browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
-	$(BIN)/python -m pytest tests/browser -q -p no:cacheprovider
+	$(BIN)/python -m pytest tests/browser -q -p no:cacheprovider -n $(JOBS)
 
-# From a clean _build, execution forced, warnings as errors, nitpicky.
+# From a clean _build, warnings as errors, nitpicky. Every page is executed afresh,
+# JOBS at a time, into a new cache (scripts/execute_chapters.py), from which the build
+# takes the outputs: the same as `execute_notebooks: force`, executed in parallel.
 build-strict:
 	rm -rf _build
-	$(BIN)/jupyter-book build . --builder html -W -n --keep-going
+	$(BIN)/python scripts/execute_chapters.py --jobs $(JOBS) --cache $(CURDIR)/_build/.strict_cache
+	sed -e "s|execute_notebooks: force|execute_notebooks: cache\n  cache: $(CURDIR)/_build/.strict_cache|" \
+	    _config.yml > .dev_config_strict.yml
+	$(BIN)/jupyter-book build . --builder html -W -n --keep-going --config .dev_config_strict.yml; \
+	    status=$$?; rm -f .dev_config_strict.yml; exit $$status
 
-# Re-execute the notebooks the build executed and compare their outputs.
+# Re-execute the notebooks the build executed and compare their outputs: one pytest a
+# notebook, JOBS at a time, slowest first (scripts/nbval_all.sh).
 nbval:
-	$(BIN)/python -m pytest -p no:cacheprovider --nbval --nbval-current-env \
-	    --nbval-cell-timeout=$(CELL_TIMEOUT) --nbval-sanitize-with .ci/nbval_sanitize.cfg \
-	    -o filterwarnings= -o addopts= $$(ls _build/jupyter_execute/book/*.ipynb)
+	BIN=$(BIN) JOBS=$(JOBS) CELL_TIMEOUT=$(CELL_TIMEOUT) bash scripts/nbval_all.sh
 
 # The Colab notebooks: every HTML build writes them to _build/colab/book/ from the
 # chapters (_ext/aim_colab.py); `make colab` copies them to book/, where the launch
@@ -89,7 +97,7 @@ colab-check:
 # Every Colab notebook top to bottom in a fresh Python 3.12 environment with only the
 # newest JAX, the install cell pointed at this checkout, at AIM_SCALE=smoke.
 colab-run:
-	bash scripts/colab_check.sh
+	JOBS=$(JOBS) bash scripts/colab_check.sh
 
 clean:
 	rm -rf _build

@@ -4,42 +4,58 @@
 # notebook runner; each notebook's own first cell installs the package, here from
 # this checkout (AIM_INSTALL_SOURCE), at AIM_SCALE=smoke.
 #
-#   make colab-run                  # or: bash scripts/colab_check.sh [NOTEBOOK...]
+#   make colab-run                  # or: JOBS=2 bash scripts/colab_check.sh [NOTEBOOK...]
 #
+# JOBS notebooks run at a time (default: the CPUs), each worker in its own fresh
+# environment ($OUT/venv1, $OUT/venv2, ...), the slowest notebooks first.
 # Outputs (executed notebooks, logs, timings) go to $OUT (default /tmp/aim_colab).
 # Needs the package index; exit status non-zero if any notebook fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/aim_colab}
-VENV=${VENV_COLAB:-$OUT/venv}
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 source scripts/find_py312.sh
 mkdir -p "$OUT"
 start_all=$(date +%s)
-# always a fresh environment: the notebooks must install what they need themselves
-rm -rf "$VENV"
-"$PY312" -m venv "$VENV" || exit 1
-"$VENV/bin/python" -m pip install --quiet --upgrade pip || exit 1
-"$VENV/bin/python" -m pip install --quiet --upgrade jax jaxlib ipykernel nbclient nbformat || exit 1
-"$VENV/bin/python" -c "import sys, jax; print(f'python {sys.version.split()[0]}, jax {jax.__version__}')"
-echo "environment: $(( $(date +%s) - start_all )) s"
+
+notebooks=("$@")
+[ ${#notebooks[@]} -eq 0 ] && notebooks=(book/[0-9]*.ipynb)
+mapfile -t notebooks < <(python3 scripts/slowest_first.py "${notebooks[@]}")
+(( JOBS > ${#notebooks[@]} )) && JOBS=${#notebooks[@]}
+(( JOBS < 1 )) && JOBS=1
+
+# always fresh environments: the notebooks must install what they need themselves
+make_venv() {
+    rm -rf "$1" && "$PY312" -m venv "$1" &&
+        "$1/bin/python" -m pip install --quiet --upgrade pip &&
+        "$1/bin/python" -m pip install --quiet --upgrade jax jaxlib ipykernel nbclient nbformat
+}
+pids=()
+for k in $(seq 1 "$JOBS"); do
+    make_venv "$OUT/venv$k" > "$OUT/venv$k.log" 2>&1 & pids+=($!)
+done
+for k in "${!pids[@]}"; do
+    wait "${pids[$k]}" || { echo "environment $((k + 1)) failed; see $OUT/venv$((k + 1)).log"; tail -n 5 "$OUT/venv$((k + 1)).log"; exit 1; }
+done
+"$OUT/venv1/bin/python" -c "import sys, jax; print(f'python {sys.version.split()[0]}, jax {jax.__version__}')"
+echo "environments ($JOBS): $(( $(date +%s) - start_all )) s"
 
 export AIM_INSTALL_SOURCE=${AIM_INSTALL_SOURCE:-$PWD}
 export AIM_SCALE=${AIM_SCALE:-smoke}
 export MPLBACKEND=Agg
-notebooks=("$@")
-[ ${#notebooks[@]} -eq 0 ] && notebooks=(book/[0-9]*.ipynb)
-status=0
-for nb in "${notebooks[@]}"; do
+
+run_one() {  # run_one VENV NOTEBOOK: execute it in an empty directory, as Colab does
+    local venv=$1 nb=$2 name start
     name=$(basename "$nb" .ipynb)
     start=$(date +%s)
-    if "$VENV/bin/python" - "$nb" "$OUT/$name.ipynb" > "$OUT/$name.log" 2>&1 <<'PY'
+    if "$venv/bin/python" - "$nb" "$OUT/$name.ipynb" > "$OUT/$name.log" 2>&1 <<'PY'
 import sys
 import nbformat
 from nbclient import NotebookClient
 import os
 nb = nbformat.read(sys.argv[1], as_version=4)
 # run where Colab runs, an empty directory (not the checkout, whose aim_tutorial/ would import)
-work = os.path.join(os.path.dirname(os.path.abspath(sys.argv[2])), "work")
+work = os.path.join(os.path.dirname(os.path.abspath(sys.argv[2])), "work_" + os.path.basename(sys.argv[2]))
 os.makedirs(work, exist_ok=True)
 NotebookClient(nb, timeout=900, kernel_name="python3",
                resources={"metadata": {"path": work}}).execute()
@@ -50,8 +66,22 @@ PY
     else
         echo "$name: FAILED ($(( $(date +%s) - start )) s); see $OUT/$name.log"
         grep -E "Error|error:" "$OUT/$name.log" | tail -n 5
-        status=1
+        return 1
     fi
+}
+
+# worker k takes notebooks k, k + JOBS, k + 2 JOBS, ... of the slowest-first list
+pids=()
+for k in $(seq 1 "$JOBS"); do
+    (
+        s=0
+        for ((i = k - 1; i < ${#notebooks[@]}; i += JOBS)); do
+            run_one "$OUT/venv$k" "${notebooks[$i]}" || s=1
+        done
+        exit $s
+    ) & pids+=($!)
 done
-echo "colab notebooks: $(( $(date +%s) - start_all )) s in all"
+status=0
+for p in "${pids[@]}"; do wait "$p" || status=1; done
+echo "colab notebooks: $(( $(date +%s) - start_all )) s in all ($JOBS at a time)"
 exit $status
