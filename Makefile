@@ -58,7 +58,7 @@ unit:
 # its column, no console error, no network request. Screenshots: _build/screenshots.
 browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
-	$(BIN)/python -m pytest tests/browser -q -p no:cacheprovider -n $(JOBS)
+	$(BIN)/python -m pytest tests/browser -q -p no:cacheprovider
 
 # From a clean _build, warnings as errors, nitpicky. Every page is executed afresh,
 # JOBS at a time, into a new cache (scripts/execute_chapters.py), from which the build

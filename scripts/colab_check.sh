@@ -16,11 +16,15 @@ OUT=${OUT:-/tmp/aim_colab}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 source scripts/find_py312.sh
 mkdir -p "$OUT"
+rm -rf "$OUT"/[0-9]*.ipynb "$OUT"/[0-9]*.log "$OUT"/work_*
 start_all=$(date +%s)
 
 notebooks=("$@")
 [ ${#notebooks[@]} -eq 0 ] && notebooks=(book/[0-9]*.ipynb)
-mapfile -t notebooks < <(python3 scripts/slowest_first.py "${notebooks[@]}")
+[ -f "${notebooks[0]}" ] || { echo "no Colab notebooks (book/NN_*.ipynb): make colab"; exit 1; }
+order=$(python3 scripts/slowest_first.py "${notebooks[@]}") || { echo "scripts/slowest_first.py failed"; exit 1; }
+mapfile -t notebooks <<< "$order"
+echo "${#notebooks[@]} notebooks: ${notebooks[*]}"
 (( JOBS > ${#notebooks[@]} )) && JOBS=${#notebooks[@]}
 (( JOBS < 1 )) && JOBS=1
 
@@ -83,5 +87,7 @@ for k in $(seq 1 "$JOBS"); do
 done
 status=0
 for p in "${pids[@]}"; do wait "$p" || status=1; done
-echo "colab notebooks: $(( $(date +%s) - start_all )) s in all ($JOBS at a time)"
+ran=$(ls "$OUT"/[0-9]*.ipynb 2>/dev/null | wc -l)
+[ "$ran" -ge "${#notebooks[@]}" ] || { echo "only $ran of ${#notebooks[@]} notebooks were executed"; status=1; }
+echo "colab notebooks: ${#notebooks[@]} in $(( $(date +%s) - start_all )) s in all ($JOBS at a time)"
 exit $status

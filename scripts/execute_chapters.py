@@ -30,11 +30,8 @@ from jupyter_cache.executors.basic import ExecutionWorkerLocalMProc, ProcessData
 
 ROOT = Path(__file__).resolve().parent.parent
 READER = {"name": "myst_nb_md", "type": "plugin"}
-# Seconds each chapter took to execute in the strict build of CI (2 cores), to start
-# the slowest first; pages not listed run last.
-MEASURED_S = {"06_gradient_descent": 110, "03_replica": 81, "05_amp": 75, "07_deep_attention": 62,
-              "04_bayes_optimal_error": 58, "01_model": 50, "02_random_matrices": 23, "08_explore": 17,
-              "intro": 11, "benchmarks": 4}
+sys.path.insert(0, str(ROOT / "scripts"))
+from slowest_first import slowest_first  # noqa: E402  (the measured order)
 
 
 def toc_pages() -> list[Path]:
@@ -72,8 +69,7 @@ def main(argv=None) -> int:
     allow_errors = bool(config.get("execute", {}).get("allow_errors", False))
     os.environ["AIM_BOOK_BUILD"] = "1"
 
-    pages = [p for p in toc_pages() if is_executable(p)]
-    pages.sort(key=lambda p: -MEASURED_S.get(p.stem, 0))
+    pages = slowest_first([p for p in toc_pages() if is_executable(p)])
     cache = get_cache(str(args.cache))
     records = [cache.add_nb_to_project(str(p), read_data=READER) for p in pages]
     work = [ProcessData(r.pk, r.uri, cache, timeout, allow_errors) for r in records]

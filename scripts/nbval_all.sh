@@ -13,7 +13,7 @@ notebooks=("$@")
 [ -f "${notebooks[0]}" ] || { echo "no executed notebooks: build the book first"; exit 1; }
 export BIN CELL_TIMEOUT
 start=$(date +%s)
-"$BIN/python" scripts/slowest_first.py "${notebooks[@]}" | xargs -P "$JOBS" -I{} bash -c '
+python3 scripts/slowest_first.py "${notebooks[@]}" | xargs -P "$JOBS" -I{} bash -c '
     log=$(mktemp); t0=$(date +%s)
     "$BIN/python" -m pytest -q -p no:cacheprovider --nbval --nbval-current-env \
         --nbval-cell-timeout="$CELL_TIMEOUT" --nbval-sanitize-with .ci/nbval_sanitize.cfg \
