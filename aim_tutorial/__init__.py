@@ -47,10 +47,14 @@ from .state_evolution import (  # noqa: F401
     free_entropy,
     generic_state_evolution,
     label_space_error,
+    perfect_recovery_threshold,
     q_hat_of,
     state_evolution,
 )
+from . import channels  # noqa: F401  (the registry: aim.channels.registered(), aim.channels.get(name))
 from .channels import (  # noqa: F401
+    Channel,
+    elementwise_channel,
     generic_output_score,
     log_partition,
     output_score,

@@ -61,7 +61,6 @@ __all__ = [
     "prior_input",
 ]
 
-AMP_CHANNELS = ("softmax", "hardmax", "linear")
 MAX_ADAPTIVE_DAMPING = 0.5  # adaptive damping stops at the default: more made the hardmax drift away at alpha = 0.2
 
 
@@ -75,11 +74,6 @@ def _rmt():
 
 def _channels():
     return importlib.import_module("aim_tutorial.channels")
-
-
-def _state_evolution_module():
-    # by module path: the package re-exports a *function* called state_evolution
-    return importlib.import_module("aim_tutorial.state_evolution")
 
 
 # --------------------------------------------------------------------------- #
@@ -178,12 +172,12 @@ def prior_input(X: jax.Array, Gamma: jax.Array) -> jax.Array:
 
 
 @functools.lru_cache(maxsize=None)
-def _make_half_step(channel: str, beta: float, noise: float, score: str, q_hat_from: str = "square"):
+def _make_half_step(channel, beta: float, noise: float, score: str, q_hat_from: str = "square"):
     """Jitted output half of an iteration for one channel (cached per channel settings)."""
-    output_score = _channels().output_score
+    channel = _channels().get(channel)
 
     def score_fn(y, omega, V):
-        G = output_score(channel, y, omega, V, beta=beta, noise=noise, score=score)
+        G = channel.score(y, omega, V + noise / 2, beta, score)
         return (G + jnp.swapaxes(G, -1, -2)) / 2
 
     def half_step(X, y, S_hat, c, Gamma_old, omega_old, V_old, damping, alpha):
@@ -240,13 +234,15 @@ def _prior_step(O, xi, S_hat, S_true):
 # The algorithm
 # --------------------------------------------------------------------------- #
 def _validate_common(channel, beta, noise, score):
-    _checks.one_of("channel", channel, AMP_CHANNELS)
+    ch = _channels().get(channel)
     beta = _checks.positive("beta", beta)
     noise = _checks.nonnegative("noise", noise)
-    _checks.one_of("score", score, ("exact", "published"))
-    if score == "published" and channel != "hardmax":
-        raise ValueError("score must be 'exact' unless channel='hardmax' ('published' is the hardmax score of the paper)")
-    return beta, noise
+    if score not in ch.scores:
+        if score == "published":
+            raise ValueError("score must be 'exact' unless channel='hardmax' ('published' is the hardmax score "
+                             "of the paper)")
+        raise ValueError(f"score must be one of {ch.scores} for channel {ch.name!r}, got {score!r}")
+    return ch, beta, noise
 
 
 def gamp_rie(
@@ -342,7 +338,7 @@ def gamp_rie(
 
     Reference: arXiv 2506.01582 (GAMP-RIE); taught in chapter 5 (``book/05_amp.md``).
     """
-    beta, noise = _validate_common(channel, beta, noise, score)
+    ch, beta, noise = _validate_common(channel, beta, noise, score)
     rho = _checks.positive("rho", rho)
     damping = float(damping)
     if not 0.0 <= damping < 1.0:
@@ -365,10 +361,7 @@ def gamp_rie(
     n, T, d = X.shape
     if y.shape != (n, T, T):
         raise ValueError(f"y must have shape (n, T, T) = {(n, T, T)}, got shape {y.shape}")
-    if T < 2 and channel == "softmax":
-        raise ValueError("T must be >= 2 for channel='softmax' (T = 1 carries no information)")
-    if channel == "hardmax" and T != 2:
-        raise ValueError(f"T must be 2 for channel='hardmax', got T = {T}")
+    _channels().check_settings(ch, T, beta, noise, score)
     if S_true is not None:
         _checks.square_symmetric("S_true", S_true)
         if np.shape(S_true) != (d, d):
@@ -386,7 +379,7 @@ def gamp_rie(
 
     rmt = _rmt()
     S_ref = S_true if S_true is not None else jnp.zeros((d, d))
-    half_step = _make_half_step(channel, beta, noise, score, q_hat_from)
+    half_step = _make_half_step(ch, beta, noise, score, q_hat_from)
     alpha = n / d**2
     c = c_init
     Gamma = jnp.zeros((n, T, T))
@@ -515,15 +508,15 @@ def gamp_rie_state_evolution(
 
     Reference: arXiv 2506.01582 (GAMP-RIE); taught in chapter 5 (``book/05_amp.md``).
     """
-    beta, noise = _validate_common(channel, beta, noise, score)
+    ch, beta, noise = _validate_common(channel, beta, noise, score)
     alpha = _checks.nonnegative("alpha", alpha)
     rho = _checks.positive("rho", rho)
     T = _checks.integer_at_least("T", T, 2)
     c_init = _checks.positive("c_init", c_init)
-    if channel == "hardmax" and c_init > 1.0 + rho:
+    _channels().check_settings(ch, T, beta, noise, score)
+    if ch.name == "hardmax" and c_init > 1.0 + rho:
+        # the hardmax integrals are functions of t = q / V' >= 0
         raise ValueError(f"c_init must be in (0, Q0] = (0, {1.0 + rho}] for channel='hardmax' (overlap q >= 0)")
-    if channel == "hardmax" and T != 2:
-        raise ValueError(f"T must be 2 for channel='hardmax', got T = {T}")
     n_iter = _checks.integer_at_least("n_iter", n_iter, 1)
     damping = float(damping)
     if not 0.0 <= damping < 1.0:
@@ -533,7 +526,7 @@ def gamp_rie_state_evolution(
     out = {"mmse": [], "q_hat": [], "delta": []}
     for t in range(n_iter):
         V = c if t == 0 else damping * V + (1 - damping) * c
-        q_hat = _q_hat_of_V(alpha, rho, T, channel, beta, noise, score, V)
+        q_hat = _q_hat_of_V(alpha, rho, T, ch, beta, noise, score, V)
         delta = 1.0 / q_hat if q_hat > 0 else math.inf
         c = float(rmt.mmse_denoising(delta, rho)) if math.isfinite(delta) else 1.0
         out["mmse"].append(c)
@@ -542,12 +535,8 @@ def gamp_rie_state_evolution(
     return GampRieSEResult(**{k: np.asarray(v, dtype=float) for k, v in out.items()})
 
 
-def _q_hat_of_V(alpha, rho, T, channel, beta, noise, score, V):
-    """``q_hat`` of the channel at variance ``V`` (overlap ``q = Q0 - V``), eq. (amp-se)."""
-    if channel == "softmax":
-        return (T * T + T - 2) * alpha / (V + noise / 2)
-    if channel == "linear":
-        return T * (T + 1) * alpha / (V + noise / 2)
-    se = _state_evolution_module()
+def _q_hat_of_V(alpha, rho, T, ch, beta, noise, score, V):
+    """``q_hat`` of the channel at variance ``V`` (overlap ``q = Q0 - V``, at least 0), eq. (amp-se)."""
+    ch = _channels().get(ch)
     q = max(1.0 + rho - V, 0.0)
-    return float(se.q_hat_of(alpha, q, rho, T=T, channel=channel, beta=beta, noise=noise, score=score))
+    return float(alpha * np.asarray(ch.se_H(np.asarray(q), np.asarray(V + noise / 2), T, beta, score)))

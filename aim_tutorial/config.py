@@ -120,6 +120,12 @@ _SIZES = {
         "paper": dict(n_alpha=400, n_rho_phase=24, n_mc=400_000, n_omega=2048, n_zeta=16384, n_m=20,
                       rhos=(0.1, 0.2, 0.3, 0.5, 1.0, 2.0), rhos_hardmax=(0.1, 0.5, 1.0, 2.0)),
     },
+    "elementwise": {  # chapter 4, ReLU and sigmoid attention: curve points, GAMP-RIE and averaged Adam
+        "smoke": dict(n_alpha=24, d=24, seeds=1, alphas=(0.12, 0.35), n_init=4, steps=150, n_mc=8_000),
+        "book": dict(n_alpha=48, d=40, seeds=2, alphas=(0.12, 0.35), n_init=4, steps=300, n_mc=40_000),
+        "paper": dict(n_alpha=160, d=120, seeds=4, alphas=(0.06, 0.12, 0.18, 0.35), n_init=16, steps=1500,
+                      n_mc=400_000),
+    },
     "gd": {  # chapter 6: live gradient-descent runs (the d = 80 / 200 grids come from scripts/gd_paper_data.py)
         "smoke": dict(d=20, n_init=8, steps=300, seeds=1, Ts=(2,), xs=(0.4,), x_pr=1.2, d_small=16, n_explore=8),
         "book": dict(d=60, n_init=16, steps=400, seeds=2, Ts=(2, 4), xs=(0.2, 0.4, 0.6), x_pr=1.2, d_small=16,

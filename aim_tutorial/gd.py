@@ -44,7 +44,6 @@ from . import _checks
 __all__ = ["GDResult", "train_gd", "student_indices", "student_matrix", "gd_loss", "averaged_errors",
            "load_gd_data"]
 
-GD_CHANNELS = ("softmax", "linear")
 OPTIMIZERS = ("adam", "gd")
 
 
@@ -113,12 +112,20 @@ def student_matrix(W: jax.Array) -> jax.Array:
 
 
 def _channel_out(h, channel, beta):
-    if channel == "softmax":
-        return jax.nn.softmax(beta * h, axis=-1)
-    return h
+    return channel.output(h, beta)
 
 
-def gd_loss(W: jax.Array, X: jax.Array, y: jax.Array, channel: str = "softmax", beta: float = 1.0,
+def _differentiable(ch) -> bool:
+    return ch.differentiable
+
+
+def _channel(channel):
+    from . import channels
+
+    return channels.get(channel, allowed=_differentiable)
+
+
+def gd_loss(W: jax.Array, X: jax.Array, y: jax.Array, channel="softmax", beta: float = 1.0,
             weight_decay: float = 0.0) -> jax.Array:
     """The training loss of one student, eq. (eq-gd-loss).
 
@@ -128,15 +135,16 @@ def gd_loss(W: jax.Array, X: jax.Array, y: jax.Array, channel: str = "softmax", 
         W: weights, shape ``(d, r')``.
         X: tokens, shape ``(n, T, d)``.
         y: labels, shape ``(n, T, T)``.
-        channel: ``"softmax"`` or ``"linear"``.
-        beta: inverse temperature of the softmax.
+        channel: a channel with a differentiable output (``"softmax"``, ``"linear"``, ``"relu"``,
+            ``"sigmoid"``, or a :class:`~aim_tutorial.channels.Channel`).
+        beta: inverse temperature of the softmax and the sigmoid.
         weight_decay: strength of the penalty ``Tr(S_hat)``.
 
     Returns:
         a scalar.
     """
     d, r = W.shape
-    y_hat = _channel_out(student_indices(W, X), channel, beta)
+    y_hat = _channel_out(student_indices(W, X), _channel(channel), beta)
     data = jnp.sum((y_hat - y) ** 2) / d
     return data + weight_decay * jnp.sum(W * W) / jnp.sqrt(r * d)
 
@@ -260,7 +268,7 @@ def train_gd(
     n_init: int = 1,
     steps: int = 1000,
     lr: float = 0.1,
-    channel: str = "softmax",
+    channel="softmax",
     beta: float = 1.0,
     optimizer: str = "adam",
     width: Optional[int] = None,
@@ -292,7 +300,9 @@ def train_gd(
         lr: learning rate, ``> 0``. Adam at ``lr = 0.1`` is the published
             setting; plain gradient descent needs a rate of order
             ``1 / (alpha d)`` (the loss is a sum over ``n = alpha d^2`` samples).
-        channel: ``"softmax"`` (inverse temperature ``beta``) or ``"linear"``.
+        channel: a channel with a differentiable output: ``"softmax"`` (inverse temperature
+            ``beta``), ``"linear"``, ``"relu"``, ``"sigmoid"``, or a
+            :class:`~aim_tutorial.channels.Channel` (its label noise, if any, is in ``y``).
         beta: inverse temperature, ``beta >= 0``.
         optimizer: ``"adam"`` or ``"gd"``.
         width: student width ``r' >= 1`` (default ``round(rho d)``); larger
@@ -327,7 +337,7 @@ def train_gd(
     lr = _checks.positive("lr", lr)
     beta = _checks.nonnegative("beta", beta)
     weight_decay = _checks.nonnegative("weight_decay", weight_decay)
-    _checks.one_of("channel", channel, GD_CHANNELS)
+    channel = _channel(channel)
     _checks.one_of("optimizer", optimizer, OPTIMIZERS)
     if np.ndim(X) != 3:
         raise ValueError(f"X must have shape (n, T, d), got shape {np.shape(X)}")

@@ -19,9 +19,14 @@ import numpy as np
 
 from . import _checks
 
-CHANNELS = ("softmax", "hardmax", "linear", "deep")
+# a registered name, an aim_tutorial.channels.Channel, or a callable (the generic channel)
+Channel = Union[str, Callable[[jax.Array], jax.Array], object]
 
-Channel = Union[str, Callable[[jax.Array], jax.Array]]
+
+def _channels():
+    from . import channels  # the registry (imports this module's siblings only)
+
+    return channels
 
 
 def teacher_width(d: int, rho: float) -> int:
@@ -117,23 +122,19 @@ def apply_channel(h: jax.Array, channel: Channel = "softmax", beta: float = 1.0)
 
     Args:
         h: attention indices, shape ``(..., T, T)``.
-        channel: ``"softmax"``, ``"hardmax"``, ``"linear"``, or a callable
-            mapping one ``(T, T)`` matrix to one ``(T, T)`` matrix (vectorised
-            here with ``vmap``).
-        beta: inverse temperature of the softmax, ``beta >= 0``.
+        channel: a registered name (``"softmax"``, ``"hardmax"``, ``"linear"``, ``"relu"``,
+            ``"sigmoid"``), a :class:`~aim_tutorial.channels.Channel`, or a plain callable
+            mapping one ``(T, T)`` matrix to one ``(T, T)`` matrix (vectorised here with ``vmap``).
+        beta: inverse temperature of the softmax and the sigmoid, ``beta >= 0``.
     """
     beta = _checks.nonnegative("beta", beta)
-    if callable(channel):
+    chs = _channels()
+    if callable(channel) and not isinstance(channel, chs.Channel):
         g = channel
         for _ in range(h.ndim - 2):
             g = jax.vmap(g)
         return g(h)
-    _checks.one_of("channel", channel, ("softmax", "hardmax", "linear"))
-    if channel == "softmax":
-        return softmax(h, beta)
-    if channel == "hardmax":
-        return hardmax(h)
-    return h
+    return chs.get(channel).output(h, beta)
 
 
 def deep_as_aim(hs: Sequence[jax.Array], beta: float = 1.0, c: float = 1.0) -> jax.Array:
@@ -210,10 +211,11 @@ def sample_data(
             ``[S_1, ..., S_L]`` of such matrices.
         n: number of samples, ``n >= 1``.
         T: tokens a sequence, ``T >= 1``.
-        channel: ``"softmax"`` (inverse temperature ``beta``), ``"hardmax"``,
-            ``"linear"`` (``y = h``), ``"deep"`` (L layers with skip strength
-            ``c``), or a callable ``g`` mapping a ``(T, T)`` matrix to a
-            ``(T, T)`` matrix (the generic channel).
+        channel: a registered name (``"softmax"`` at inverse temperature ``beta``,
+            ``"hardmax"``, ``"linear"`` (``y = h``), ``"relu"``, ``"sigmoid"``), a
+            :class:`~aim_tutorial.channels.Channel` (its own label noise included), ``"deep"``
+            (L layers with skip strength ``c``), or a callable ``g`` mapping a ``(T, T)``
+            matrix to a ``(T, T)`` matrix (the generic channel).
         beta: inverse temperature, ``beta >= 0``.
         noise: variance ``Delta >= 0`` of the Gaussian noise added to ``h``
             before ``g`` (``Delta`` on the diagonal, ``Delta/2`` off it).
@@ -236,8 +238,12 @@ def sample_data(
     beta = _checks.nonnegative("beta", beta)
     noise = _checks.nonnegative("noise", noise)
     label_noise = _checks.nonnegative("label_noise", label_noise)
-    if not callable(channel):
-        _checks.one_of("channel", channel, CHANNELS)
+    chs = _channels()
+    if isinstance(channel, str) and channel != "deep" and channel not in chs.registered():
+        raise ValueError(f"channel must be one of {chs.registered() + ('deep',)}, a Channel or a callable, "
+                         f"got {channel!r}")
+    if not (isinstance(channel, (str, chs.Channel)) or callable(channel)):
+        raise TypeError(f"channel must be a name, a Channel or a callable, got {type(channel).__name__}")
     k_x, k_noise, k_label = jax.random.split(key, 3)
 
     if channel == "deep":
@@ -266,7 +272,10 @@ def sample_data(
         h = _indices(X, jnp.asarray(S))
         if noise > 0:
             h = h + symmetric_noise(k_noise, h.shape, noise)
-        y = apply_channel(h, channel, beta)
+        if isinstance(channel, (str, chs.Channel)):
+            y = chs.get(channel).draw(jax.random.fold_in(k_label, 1), h, beta)
+        else:
+            y = apply_channel(h, channel, beta)
     if label_noise > 0:
         y = y + jnp.sqrt(label_noise) * jax.random.normal(k_label, y.shape)
     return X, y

@@ -21,16 +21,20 @@ transition). Among several roots the one of largest free entropy
     Phi(q, q_hat) = -q q_hat / 4 + psi_rho(q_hat) + alpha E log Z_out,     eq. (rep-phi)
     psi_rho'(q_hat) = (Q0 - mmse_rho(1/q_hat)) / 4,                         eq. (rep-dpsi)
 
-is chosen. ``H`` per channel:
+is chosen. ``H`` and ``E log Z_out`` come from the channel (:mod:`aim_tutorial.channels`:
+a registered name or a :class:`~aim_tutorial.channels.Channel`), for instance
 
 - softmax (any ``T``, any ``beta > 0``): ``H = (T^2 + T - 2) / (m + Delta_h/2)``;
-- linear: ``H = (T^2 + T) / (m + Delta_h/2)``;
+- linear, and noiseless sigmoid: ``H = (T^2 + T) / (m + Delta_h/2)``;
 - hardmax (``T = 2``, eq. (bo-hardmax)): ``H = 2 G(t) / (3 V')`` with ``V' = m + Delta_h/2``,
-  ``t = q / V'`` and ``G`` a two-dimensional Gaussian integral of the score,
-  computed once by deterministic quadrature in the rescaled variables
-  ``kappa_a = u_a / sqrt(3 V')`` (cached);
-- generic (a user function ``g``, Gaussian noise on ``y``, ``T <= 4``): ``H`` by
-  Monte Carlo with common random numbers (:func:`generic_state_evolution`).
+  ``t = q / V'``, by deterministic quadrature (:mod:`aim_tutorial.channels.hardmax`);
+- ReLU and any elementwise map: eq. (bo-ew-qhat), one Fisher information per entry by
+  quadrature (:mod:`aim_tutorial.channels.elementwise`);
+- generic (a user function ``g`` of the whole matrix, Gaussian noise on ``y``, ``T <= 4``):
+  ``H`` by Monte Carlo with common random numbers (:func:`generic_state_evolution`).
+
+The perfect-recovery threshold of a noiseless channel with exact measurements is
+:func:`perfect_recovery_threshold`.
 
 Reference: Boncoraglio, Troiani, Erba, Zdeborova, arXiv 2506.01582 (the replica
 formula and its state evolution); Maillard et al., arXiv 2408.03733 (the
@@ -50,9 +54,6 @@ from scipy.interpolate import CubicSpline
 
 from . import _checks
 from . import channels as _ch
-
-SE_CHANNELS = ("softmax", "linear", "hardmax")
-
 
 def _mmse(delta, rho):
     from .rmt import mmse_denoising
@@ -201,187 +202,28 @@ def psi_denoising(q_hat, rho: float):
 
 
 # ---------------------------------------------------------------------------
-# hardmax T = 2: the score's second moment G(t) and E log Z_out, L(t), t = q / V'
+# the channel side: q_hat / alpha = H(q) and E log Z_out, from the channel (aim_tutorial.channels)
 
-_HM_T_SMALL = np.concatenate([[0.0], np.logspace(-6, 0, 49)])
-_HM_T_LARGE = np.logspace(0, 9, 91)
-
-
-def _hm_F(kappa1, kappa2):
-    """Integrands over ``kappa = u / r`` of the hardmax tables, summed over the four outcomes.
-
-    Returns ``(F_exact, F_published, F_log)``: ``sum_s Phi2 [2 (r g11)^2 + 2 (r g22)^2 + (r g12)^2]``
-    for the exact and the published score, and ``sum_s Phi2 log Phi2``.
-    """
-    S1 = jnp.array([1.0, 1.0, -1.0, -1.0])
-    S2 = jnp.array([1.0, -1.0, 1.0, -1.0])
-    k1 = S1[:, None] * kappa1[None, :]
-    k2 = S2[:, None] * kappa2[None, :]
-    c = (S1 * S2 / 3.0)[:, None]
-    sq = math.sqrt(8.0 / 9.0)
-    logZ = _ch._log_phi2(k1, k2, jnp.broadcast_to(c, k1.shape), 32)
-    l1 = _ch._log_npdf(k1) + jax.scipy.special.log_ndtr((k2 - c * k1) / sq)
-    l2 = _ch._log_npdf(k2) + jax.scipy.special.log_ndtr((k1 - c * k2) / sq)
-    # Phi2 (d_a / Phi2)(d_b / Phi2) = exp(l_a + l_b - logZ); (r g12)^2 = (s1 d1 + s2 d2)^2 / Phi2^2
-    e11, e22, e12 = jnp.exp(2 * l1 - logZ), jnp.exp(2 * l2 - logZ), jnp.exp(l1 + l2 - logZ)
-    f_ex = jnp.sum(3 * e11 + 3 * e22 + 2 * (S1 * S2)[:, None] * e12, axis=0)
-    lp = -(k1 * k1 - 2 * c * k1 * k2 + k2 * k2) / (2 * sq * sq) - math.log(2 * math.pi * sq)
-    f_pub = jnp.sum((4 + (S1 + S2)[:, None] ** 2) * jnp.exp(2 * lp - logZ), axis=0)
-    f_l = jnp.sum(jnp.exp(logZ) * logZ, axis=0)
-    return f_ex, f_pub, f_l
-
-
-_hm_F_jit = jax.jit(_hm_F)
-
-_KAPPA_BAND = 12.0  # beyond |kappa_1|, |kappa_2| > 12 every integrand is below e^-70
-
-
-def _composite_nodes():
-    """Nodes and weights on the real line: unit panels on [-12, 12], geometric panels beyond."""
-    x6, w6 = np.polynomial.legendre.leggauss(6)
-    x5, w5 = np.polynomial.legendre.leggauss(5)
-    inner = np.arange(-_KAPPA_BAND, _KAPPA_BAND + 1e-9, 1.0)
-    outer = _KAPPA_BAND * 1.5 ** np.arange(0, 40)
-    outer = outer[outer < 4e5]
-
-    def panels(brk, x, w):
-        a, b = brk[:-1], brk[1:]
-        return ((a + b)[:, None] / 2 + (b - a)[:, None] / 2 * x).ravel(), ((b - a)[:, None] / 2 * w).ravel()
-
-    xi, wi = panels(inner, x6, w6)
-    xo, wo = panels(outer, x5, w5)
-    return np.concatenate([-xo[::-1], xi, xo]), np.concatenate([wo[::-1], wi, wo])
-
-
-def _gauss2_logpdf(k1, k2, t):
-    # covariance t [[1, 1/3], [1/3, 1]]: det = t^2 (8/9), inverse = (9/8)/t [[1, -1/3], [-1/3, 1]]
-    quad = (9.0 / 8.0) * (k1 * k1 - (2.0 / 3.0) * k1 * k2 + k2 * k2) / t
-    return -0.5 * quad - math.log(2 * math.pi) - 0.5 * np.log(t * t * 8.0 / 9.0)
-
-
-class _HardmaxTable(NamedTuple):
-    G_exact: Callable
-    G_published: Callable
-    L: Callable
-    checks: dict
-
-
-@functools.lru_cache(maxsize=1)
-def _hardmax_table() -> _HardmaxTable:
-    """``G(t)`` (exact and published score) and ``L(t) = E log Z_out``, tabulated once.
-
-    ``t <= 1``: 40 x 40 Gauss-Hermite in ``kappa = sqrt(t) chol(C) z``. ``t >= 1``: the
-    integrands are computed once on a fixed composite grid in ``kappa`` (unit panels on
-    ``|kappa| <= 12``, geometric panels beyond, the region where both ``|kappa_a| > 12``
-    dropped), and every ``t`` reweights them with its Gaussian density.
-    """
-    zx, zw = np.polynomial.hermite_e.hermegauss(40)
-    zw = zw / zw.sum()
-    Z1, Z2 = np.meshgrid(zx, zx, indexing="ij")
-    W = np.outer(zw, zw).ravel()
-    b = 1.0 / 3.0
-    st = np.sqrt(_HM_T_SMALL)[:, None]
-    k1 = (st * Z1.ravel()[None, :]).ravel()
-    k2 = (st * (b * Z1 + math.sqrt(1 - b * b) * Z2).ravel()[None, :]).ravel()
-    fs = [np.asarray(f).reshape(_HM_T_SMALL.size, -1) @ W for f in _hm_F_jit(jnp.asarray(k1), jnp.asarray(k2))]
-    # large t: symmetric cross-shaped region of the composite grid
-    x, w = _composite_nodes()
-    inner = np.abs(x) <= _KAPPA_BAND
-    I, J = np.triu_indices(x.size)
-    keep = inner[I] | inner[J]
-    I, J = I[keep], J[keep]
-    vals = _hm_F_jit(jnp.asarray(x[I]), jnp.asarray(x[J]))
-    mult = np.where(I == J, 1.0, 2.0) * w[I] * w[J]  # F(k1, k2) = F(k2, k1)
-    P = np.exp(_gauss2_logpdf(x[I][None, :], x[J][None, :], _HM_T_LARGE[:, None]))
-    fl = [(P * mult) @ np.asarray(v) for v in vals]
-    tt = np.concatenate([_HM_T_SMALL[1:], _HM_T_LARGE[1:]])
-    lt = np.log(tt)
-    out = []
-    for k, (small, large) in enumerate(zip(fs, fl)):
-        yy = np.concatenate([small[1:], large[1:]])
-        out.append(_table_fn(lt, yy, small[0], log_values=(k < 2)))
-    checks = dict(at_t1_small=[f[-1] for f in fs], at_t1_large=[f[0] for f in fl], at_t0=[f[0] for f in fs])
-    return _HardmaxTable(out[0], out[1], out[2], checks)
-
-
-def _table_fn(lt, yy, y0, log_values):
-    """Interpolant in ``log t`` (of ``log y`` when ``log_values``), linear to ``t = 0``, power law beyond."""
-    spline = CubicSpline(lt, np.log(yy) if log_values else yy)
-    t_lo, t_hi = math.exp(lt[0]), math.exp(lt[-1])
-    slope_hi = float(spline(lt[-1], 1))
-
-    def f(t):
-        t = np.asarray(t, dtype=float)
-        lt_ = np.log(np.clip(t, t_lo, t_hi))
-        mid = np.exp(spline(lt_)) if log_values else spline(lt_)
-        low = y0 + (yy[0] - y0) * t / t_lo
-        if log_values:
-            high = yy[-1] * np.exp(slope_hi * (np.log(np.maximum(t, t_hi)) - lt[-1]))
-        else:
-            high = yy[-1] * np.ones_like(t)  # E log Z -> 0 as t -> inf; |L(t_hi)| is tiny
-        return np.where(t < t_lo, low, np.where(t > t_hi, high, mid))
-
-    return f
+hardmax_score_moment = _ch.hardmax.hardmax_score_moment
+hardmax_expected_log_partition = _ch.hardmax.hardmax_expected_log_partition
 
 
 def clear_tables() -> None:
     """Forget the cached tables (``mmse_rho`` per ``rho``, the hardmax integrals): for timings."""
     _denoising_table.cache_clear()
-    _hardmax_table.cache_clear()
+    _ch.hardmax._hardmax_table.cache_clear()
 
 
-def hardmax_score_moment(t, score: str = "exact"):
-    """``G(t) = E[2 (r g_11)^2 + 2 (r g_22)^2 + (r g_12)^2]`` of the hardmax channel (T = 2).
-
-    ``r = sqrt(3 V')``; the expectation is over ``omega`` and ``y`` at overlap ratio
-    ``t = q / V'``; then ``q_hat = 2 alpha G(t) / (3 V')``. At ``t = 0`` it is
-    ``16 phi(0)^2 Phi(0)^2 / Phi_2(0,0;1/3) + 8 phi(0)^2 Phi(0)^2 / Phi_2(0,0;-1/3)`` for the exact score.
-
-    Args:
-        t: ``q / V' >= 0``, scalar or array.
-        score: ``"exact"`` or ``"published"``.
-
-    Chapter 4, eq. (bo-hardmax) (``G`` is its ``Upsilon``) and section "Hardmax: the exact score
-    against the published one".
-    """
-    _checks.one_of("score", score, _ch.SCORES)
-    tab = _hardmax_table()
-    out = (tab.G_published if score == "published" else tab.G_exact)(np.asarray(t, dtype=float))
-    return float(out) if np.ndim(out) == 0 else out
-
-
-def hardmax_expected_log_partition(t):
-    """``E log Z_out`` of the hardmax channel (T = 2) at ``t = q / V'`` (exact; one function of ``t``)."""
-    out = _hardmax_table().L(np.asarray(t, dtype=float))
-    return float(out) if np.ndim(out) == 0 else out
-
-
-# ---------------------------------------------------------------------------
-# H(q) and E log Z_out per channel
-
-
-def _K(T, channel):
-    return T * T + T - 2 if channel == "softmax" else T * T + T
-
-
-def _H(q, rho, T, channel, noise, score):
+def _H(q, rho, ch, T, beta, noise, score):
     """``q_hat / alpha`` at overlap ``q`` (vectorised)."""
-    Q0 = 1 + rho
-    Vp = Q0 - q + noise / 2
-    if channel in ("softmax", "linear"):
-        return _K(T, channel) / Vp
-    tab = _hardmax_table()
-    G = tab.G_published if score == "published" else tab.G_exact
-    return 2 * G(q / Vp) / (3 * Vp)
+    q = np.asarray(q, dtype=float)
+    return ch.se_H(q, 1 + rho - q + noise / 2, T, beta, score)
 
 
-def _ElogZ(q, rho, T, channel, noise):
+def _ElogZ(q, rho, ch, T, beta, noise):
     """``E log Z_out`` at overlap ``q`` up to a ``q``-independent constant."""
-    Q0 = 1 + rho
-    Vp = Q0 - q + noise / 2
-    if channel in ("softmax", "linear"):
-        return -_K(T, channel) / 4 * np.log(Vp)
-    return _hardmax_table().L(q / Vp)
+    q = np.asarray(q, dtype=float)
+    return ch.se_ElogZ(q, 1 + rho - q + noise / 2, T, beta)
 
 
 def q_hat_of(alpha, q, rho, T: int = 2, channel: str = "softmax", beta: float = 1.0, noise: float = 0.0,
@@ -402,18 +244,18 @@ def q_hat_of(alpha, q, rho, T: int = 2, channel: str = "softmax", beta: float = 
 
     Chapter 4, eq. (bo-se).
     """
-    _validate(rho, T, channel, beta, noise, score)
+    ch = _validate(rho, T, channel, beta, noise, score)
     a = np.asarray(alpha, dtype=float)
     if np.any(~(a >= 0)):
         raise ValueError("alpha must be in [0, inf)")
     qq = np.asarray(q, dtype=float)
     if np.any(~(qq >= 0)) or np.any(~(qq < 1 + rho + noise / 2)):
         raise ValueError(f"q must be in [0, Q0) = [0, {1 + rho})")
-    out = a * _H(qq, rho, T, channel, noise, score)
+    out = a * _H(qq, rho, ch, T, beta, noise, score)
     return float(out) if np.ndim(out) == 0 else out
 
 
-def free_entropy(alpha, q, q_hat, rho, T: int = 2, channel: str = "softmax", noise: float = 0.0):
+def free_entropy(alpha, q, q_hat, rho, T: int = 2, channel="softmax", noise: float = 0.0, beta: float = 1.0):
     """Replica-symmetric free entropy ``Phi(q, q_hat)``, eq. (rep-phi) of chapter 3, up to a constant.
 
     ``Phi = -q q_hat / 4 + psi_rho(q_hat) + alpha E log Z_out(q)``; the stationarity
@@ -424,11 +266,11 @@ def free_entropy(alpha, q, q_hat, rho, T: int = 2, channel: str = "softmax", noi
 
     Chapter 3, eq. (rep-phi).
     """
-    _validate(rho, T, channel, 1.0, noise, "exact")
+    ch = _validate(rho, T, channel, beta, noise, "exact")
     tab = _denoising_table(float(rho))
     qh = np.asarray(q_hat, dtype=float)
-    out = -np.asarray(q) * qh / 4 + _psi(tab, qh) + np.asarray(alpha) * _ElogZ(np.asarray(q, float), rho, T,
-                                                                              channel, noise)
+    out = -np.asarray(q) * qh / 4 + _psi(tab, qh) + np.asarray(alpha) * _ElogZ(np.asarray(q, float), rho, ch, T,
+                                                                              beta, noise)
     return float(out) if np.ndim(out) == 0 else out
 
 
@@ -437,16 +279,18 @@ def free_entropy(alpha, q, q_hat, rho, T: int = 2, channel: str = "softmax", noi
 
 
 def _validate(rho, T, channel, beta, noise, score):
+    """The :class:`~aim_tutorial.channels.Channel` of ``channel``, after checking every argument."""
     _checks.positive("rho", rho)
-    _checks.one_of("channel", channel, SE_CHANNELS)
+    ch = _ch.get(channel)
     T = _checks.integer_at_least("T", T, 2)
-    if channel == "hardmax" and T != 2:
-        raise ValueError(f"T must be 2 for channel='hardmax', got {T}")
     _checks.positive("beta", beta)
     _checks.nonnegative("noise", noise)
-    _checks.one_of("score", score, _ch.SCORES)
-    if score == "published" and channel != "hardmax":
-        raise ValueError("score must be 'exact' unless channel='hardmax'")
+    if score not in ch.scores:
+        if score in _ch.SCORES:
+            raise ValueError(f"score must be 'exact' unless channel='hardmax' (score={score!r} is a hardmax switch)")
+        raise ValueError(f"score must be one of {ch.scores} for channel {ch.name!r}, got {score!r}")
+    _ch.check_settings(ch, T, beta, noise, score)
+    return ch
 
 
 _Z_GRID = np.linspace(-27.0, 27.0, 541)  # m = sigmoid(z): resolves both ends of (0, 1)
@@ -504,7 +348,7 @@ def _solve(alpha, rho, Hfun, Efun, perfect_possible):
     return alpha, mmse, q_hat, conv, np.where(nfp > 0, n_iter, 0), nfp, phi
 
 
-def state_evolution(alpha, rho: float, T: int = 2, channel: str = "softmax", beta: float = 1.0,
+def state_evolution(alpha, rho: float, T: int = 2, channel="softmax", beta: float = 1.0,
                     noise: float = 0.0, score: str = "exact") -> SEResult:
     """Bayes-optimal error of a single-layer AIM: the state-evolution fixed point, eqs. (bo-se)-(bo-root).
 
@@ -518,8 +362,11 @@ def state_evolution(alpha, rho: float, T: int = 2, channel: str = "softmax", bet
         alpha: sample complexity ``>= 0``, scalar or 1-d array.
         rho: width ratio ``> 0``.
         T: tokens a sequence, ``>= 2`` (``2`` for hardmax).
-        channel: ``"softmax"``, ``"linear"`` or ``"hardmax"``.
-        beta: softmax inverse temperature ``> 0`` (the result does not depend on it).
+        channel: a registered name (``"softmax"``, ``"linear"``, ``"hardmax"``, ``"relu"``,
+            ``"sigmoid"``; :func:`aim_tutorial.channels.registered`) or a
+            :class:`~aim_tutorial.channels.Channel` (e.g. from :func:`aim_tutorial.elementwise_channel`).
+        beta: inverse temperature ``> 0`` of the softmax and sigmoid channels (the softmax
+            error does not depend on it).
         noise: variance ``Delta >= 0`` of the Gaussian noise on ``h``.
         score: hardmax only: ``"exact"``, or ``"published"`` to reproduce the published curves.
 
@@ -533,7 +380,7 @@ def state_evolution(alpha, rho: float, T: int = 2, channel: str = "softmax", bet
 
     Chapter 4. Reference: arXiv 2506.01582 (its state-evolution equations).
     """
-    _validate(rho, T, channel, beta, noise, score)
+    ch = _validate(rho, T, channel, beta, noise, score)
     scalar = np.ndim(alpha) == 0
     a = np.asarray(alpha, dtype=float)
     if a.ndim > 1:
@@ -543,16 +390,18 @@ def state_evolution(alpha, rho: float, T: int = 2, channel: str = "softmax", bet
     rho, noise = float(rho), float(noise)
 
     def Hfun(q):
-        return _H(q, rho, T, channel, noise, score)
+        return _H(q, rho, ch, T, beta, noise, score)
 
     def Efun(q):
-        return _ElogZ(q, rho, T, channel, noise)
+        return _ElogZ(q, rho, ch, T, beta, noise)
 
-    perfect = channel in ("softmax", "linear") and noise == 0
+    a_pr = ch.perfect_recovery(rho, T, beta, noise)
+    perfect = a_pr is not None
     if perfect:
-        # the nontrivial root exists iff alpha < alpha_PR (Delta(m)/m increases from 1/slope);
+        # the channel's threshold is where F(m) > 0 reaches m -> 0; if 1 / (H Delta) peaks
+        # inside (0, 1) above it (beyond the tables' accuracy), that larger alpha is the threshold
+        a_pr = _threshold(a_pr, _interior_threshold(rho, Hfun))
         # at alpha_PR within rounding the table's noise could fake roots at m -> 0
-        a_pr = (2 * rho - rho * rho if rho <= 1 else 1.0) / _K(T, channel)
         pr = a >= a_pr * (1 - 1e-9)
     else:
         pr = np.zeros(a.shape, dtype=bool)
@@ -568,11 +417,52 @@ def state_evolution(alpha, rho: float, T: int = 2, channel: str = "softmax", bet
     return res
 
 
+_TABLE_REL_ACCURACY = 1e-3  # of 1 / (H Delta) from the tabulated Delta(m) (measured: 4e-5)
+
+
+def _threshold(closed_form: float, interior: float) -> float:
+    return interior if interior > closed_form * (1 + _TABLE_REL_ACCURACY) else closed_form
+
+
+def _interior_threshold(rho, Hfun) -> float:
+    """``max_m 1 / (H(Q0 - m) Delta(m))`` over the solver's grid of ``m`` (0 if none is finite)."""
+    tab = _denoising_table(float(rho))
+    m = 1 / (1 + np.exp(-_Z_GRID))
+    HD = Hfun(1 + rho - m) * _delta_of_m(tab, m)
+    HD = HD[np.isfinite(HD) & (HD > 0)]
+    return float(1.0 / HD.min()) if HD.size else 0.0
+
+
+def perfect_recovery_threshold(rho: float, T: int = 2, channel="softmax", beta: float = 1.0,
+                               noise: float = 0.0):
+    """The perfect-recovery threshold ``alpha_PR`` of a channel, or ``None`` if it has none.
+
+    Below it the state evolution has a fixed point of error ``> 0``; from it on, the error
+    is 0. It is ``max(dof / lim_{V'->0} V' H, max_m 1/(H Delta)(m))``: the channel's
+    exact measurements a sample against the teacher's degrees of freedom, unless the
+    ratio ``1/(H Delta)`` peaks inside ``(0, 1)``.
+
+    Example:
+        >>> import aim_tutorial as aim
+        >>> aim.perfect_recovery_threshold(0.5, 2, "relu")   # 2 (2 rho - rho^2) / (T^2 + T)
+        0.25
+
+    Chapter 4, section "Attention beyond the softmax: ReLU, sigmoid and any elementwise map".
+    """
+    ch = _validate(rho, T, channel, beta, noise, "exact")
+    a_pr = ch.perfect_recovery(float(rho), T, float(beta), float(noise))
+    if a_pr is None:
+        return None
+    rho, noise = float(rho), float(noise)
+    interior = _interior_threshold(rho, lambda q: _H(q, rho, ch, T, beta, noise, "exact"))
+    return float(_threshold(a_pr, interior))
+
+
 # ---------------------------------------------------------------------------
 # label-space error
 
 
-def label_space_error(q, rho: float, T: int = 2, channel: str = "softmax", beta: float = 1.0,
+def label_space_error(q, rho: float, T: int = 2, channel="softmax", beta: float = 1.0,
                       noise: float = 0.0, key=None, n_samples: int = 200_000):
     """Bayes-optimal error on the outputs, ``E_omega[E ||g(h)||^2 - ||E g(h)||^2]``, eq. (bo-label).
 
@@ -590,46 +480,18 @@ def label_space_error(q, rho: float, T: int = 2, channel: str = "softmax", beta:
 
     Chapter 4, section "Noise and the error on the outputs".
     """
-    _validate(rho, T, channel, beta, noise, "exact")
+    ch = _validate(rho, T, channel, beta, noise, "exact")
+    if ch.label_error is None:
+        raise ValueError(f"the error on the outputs is not available for channel {ch.name!r}; "
+                         f"it is for {tuple(n for n in _ch.registered() if _ch.get(n).label_error)}")
     qq = np.asarray(q, dtype=float)
     Vp = 1 + rho - qq + noise / 2
-    if channel == "linear":
-        out = Vp * (T * T + T)
-    elif channel == "hardmax":
-        t = qq / Vp
-        out = 1 - (2 / np.pi) * np.arcsin(t / (1 + t))
-    elif T == 2:
-        x, w = np.polynomial.hermite_e.hermegauss(160)
-        w = w / w.sum()
-        u = np.sqrt(3 * qq)[..., None, None] * x[:, None]  # outer over omega
-        xs = u + np.sqrt(3 * Vp)[..., None, None] * x[None, :]
-        sig = 1 / (1 + np.exp(-beta * xs))
-        m1 = np.sum(w[None, :] * sig, axis=-1)
-        m2 = np.sum(w[None, :] * sig * sig, axis=-1)
-        var = np.sum(w * (m2 - m1 * m1), axis=-1)
-        out = 4 * var  # two rows, each row: 2 Var(sigma)
-    else:
-        if key is None:
-            raise ValueError("key must be a jax.random key for softmax with T > 2 (Monte Carlo)")
-        n_samples = _checks.integer_at_least("n_samples", n_samples, 64)
-        out = np.vectorize(lambda qv, vv: _label_mc(key, qv, vv, T, beta, n_samples // 64))(qq, Vp)
+    out = ch.label_error(qq, Vp, T, beta, key, n_samples)
     return float(out) if np.ndim(out) == 0 else out
 
 
-@functools.partial(jax.jit, static_argnames=("T", "n_omega"))
-def _label_mc_jit(key, q, Vp, T, beta, n_omega):
-    k1, k2 = jax.random.split(key)
-    om = jnp.sqrt(q) * _ch.symmetric_gaussian(k1, (n_omega, 1, T, T))
-    h = om + jnp.sqrt(Vp) * _ch.symmetric_gaussian(k2, (n_omega, 64, T, T))
-    y = jax.nn.softmax(beta * h, axis=-1)
-    A = jnp.mean(jnp.sum(y * y, axis=(-1, -2)), axis=1)  # inner mean of ||y||^2
-    ybar = jnp.mean(y, axis=1)
-    B = jnp.sum(ybar * ybar, axis=(-1, -2))
-    return jnp.mean(A - B) * 64 / 63  # unbiased E tr Cov(y | omega)
-
-
 def _label_mc(key, q, Vp, T, beta, n_omega):
-    return float(_label_mc_jit(key, q, Vp, T, beta, n_omega))
+    return _ch.softmax.label_mc(key, q, Vp, T, beta, n_omega)
 
 
 # ---------------------------------------------------------------------------
@@ -665,7 +527,7 @@ def _generic_H(g, z_omega, z_h, z_y, zeta, q, Vp, label_noise, n_batches):
     h = omega + jnp.sqrt(Vp) * z_h
     gv = jax.vmap(g)
     y = gv(h) + jnp.sqrt(label_noise) * z_y
-    out = _ch._generic_score(g, y, omega, zeta, Vp, label_noise)
+    out = _ch.generic._generic_score(g, y, omega, zeta, Vp, label_noise)
     fisher = 4 * jnp.sum(out.score * out.score, axis=(-1, -2))
     nb = n_batches
     return (fisher.reshape(nb, -1).mean(axis=1), out.log_partition.reshape(nb, -1).mean(axis=1),

@@ -184,7 +184,7 @@ def test_invalid_arguments(key):
     with pytest.raises(ValueError, match="y must have shape"):
         aim.gamp_rie(X, y[:-1], RHO, key=k)
     with pytest.raises(ValueError, match="channel"):
-        aim.gamp_rie(X, y, RHO, key=k, channel="relu")
+        aim.gamp_rie(X, y, RHO, key=k, channel="nope")
     with pytest.raises(ValueError, match="T must be 2"):
         aim.gamp_rie(jnp.zeros((4, 3, 10)), jnp.zeros((4, 3, 3)), RHO, channel="hardmax", key=k)
     with pytest.raises(ValueError, match="score"):

@@ -152,7 +152,7 @@ def test_teacher_validation(key, kwargs, name):
         (dict(n=5, T=0), "T"),
         (dict(n=5, T=2, beta=-1.0), "beta"),
         (dict(n=5, T=2, noise=-0.1), "noise"),
-        (dict(n=5, T=2, channel="relu"), "channel"),
+        (dict(n=5, T=2, channel="nope"), "channel"),
         (dict(n=2.5, T=2), "n"),
     ],
 )

@@ -152,7 +152,7 @@ def test_hardmax_narrow_bands_small_rho():
 
 
 def test_hardmax_table_joins_and_large_alpha_rate():
-    checks = se._hardmax_table().checks
+    checks = aim.channels.hardmax._hardmax_table().checks
     np.testing.assert_allclose(checks["at_t1_small"], checks["at_t1_large"], rtol=1e-8)
     r = aim.state_evolution(np.array([20.0, 40.0]), 0.5, channel="hardmax")
     slope = math.log(r.mmse[1] / r.mmse[0]) / math.log(2)

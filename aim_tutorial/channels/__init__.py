@@ -1,0 +1,176 @@
+"""Output channels: the partition function ``Z_out``, its score, and the registry of channels.
+
+Chapter 4 (``book/04_bayes_optimal_error.md``) teaches this subpackage; chapter 3
+(``book/03_replica.md``) derives where it enters, and its labels ``rep-*`` are cited
+below. For one sample the attention indices are ``h = omega + sqrt(V) zeta`` with
+``zeta`` a symmetric Gaussian matrix, ``Var zeta_aa = 2``, ``Var zeta_ab = 1``
+(``a != b``). The output channel gives
+
+    Z_out(y | omega, V) = E_zeta P_out(y | omega + sqrt(V) zeta),       eq. (rep-zout)
+
+and its **score** is the symmetric-matrix gradient (chapter 3, section "The output
+channel and its Nishimori identity")
+
+    Gamma_aa = g_aa,  Gamma_ab = Gamma_ba = g_ab / 2,
+    g_ab = d log Z_out / d omega_ab   over the T(T+1)/2 entries a <= b,
+
+so that ``d log Z_out = <Gamma, d omega>_F``. Gaussian noise of variance ``Delta`` on
+``h`` (``Delta`` on the diagonal, ``Delta/2`` off it) only replaces ``V`` by ``V + Delta/2``.
+
+One file a channel, each registering a :class:`Channel` (:mod:`.base`):
+
+- ``"linear"`` (:mod:`.linear`): ``y = h``;
+- ``"softmax"`` (:mod:`.softmax`): row-wise softmax at inverse temperature ``beta``;
+- ``"hardmax"`` (:mod:`.hardmax`, ``T = 2``): the one-hot argmax of each row;
+- ``"relu"`` (:mod:`.relu`): ``y = max(h, 0)/T`` entry by entry;
+- ``"sigmoid"`` (:mod:`.sigmoid`): ``y = sigmoid(beta h - log T)`` entry by entry;
+
+and :func:`elementwise_channel` makes the channel of any entrywise map (:mod:`.elementwise`).
+The generic channel ``y = g(h) + noise`` of any matrix map ``g`` is estimated by Monte
+Carlo (:mod:`.generic`). Adding a channel: CONTRIBUTING.md.
+
+Reference: Boncoraglio, Troiani, Erba, Zdeborova, arXiv 2506.01582 (the output
+channels and their scores).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .base import Channel, check_settings, get, register, registered, symmetric_gaussian  # noqa: F401
+from . import linear, softmax, hardmax, relu, sigmoid  # noqa: F401,E402  (the registry, in this order)
+from .elementwise import elementwise_channel  # noqa: F401
+from .generic import GenericScore, generic_output_score  # noqa: F401
+from .base import _is_concrete
+from .. import _checks
+
+SCORES = hardmax.SCORES
+
+
+def _validate(channel, y, omega, V, beta, noise, score):
+    ch = get(channel)
+    ys, ws = np.shape(y), np.shape(omega)
+    if len(ws) < 2 or ws[-1] != ws[-2]:
+        raise ValueError(f"omega must have shape (..., T, T), got shape {ws}")
+    if ys != ws:
+        raise ValueError(f"y and omega must have the same shape (..., T, T), got {ys} and {ws}")
+    for name, val in (("V", V), ("beta", beta), ("noise", noise)):
+        if _is_concrete(val) and np.ndim(val) != 0:
+            raise ValueError(f"{name} must be a scalar, got shape {np.shape(val)}")
+    if _is_concrete(V):
+        _checks.positive("V", V)
+    if score not in ch.scores:
+        if score in SCORES:
+            raise ValueError(f"score must be 'exact' unless channel='hardmax' (score={score!r} is a hardmax switch)")
+        raise ValueError(f"score must be one of {ch.scores} for channel {ch.name!r}, got {score!r}")
+    check_settings(ch, ws[-1], beta, noise, score)
+    return ch
+
+
+# ---------------------------------------------------------------------------
+# public functions
+
+
+@partial(jax.jit, static_argnames=("channel", "score"))
+def _output_score(channel, y, omega, V, beta, noise, score):
+    return channel.score(y, omega, V + noise / 2, beta, score)
+
+
+def output_score(channel, y, omega, V, *, beta=1.0, noise=0.0, score: str = "exact"):
+    """Score ``Gamma = grad_omega log Z_out(y | omega, V)`` as a symmetric matrix.
+
+    ``Gamma_aa = d log Z_out / d omega_aa`` and ``Gamma_ab = Gamma_ba = (1/2) d log Z_out /
+    d omega_ab`` (``a < b``), so ``d log Z_out = <Gamma, d omega>_F``. Closed forms:
+    linear ``(y - omega)/(2V')``; softmax ``(c* 11^T + M - omega)/(2V')`` with
+    ``c* = mean(omega - M)``; hardmax (T = 2) through ``Phi_2`` (module docstring).
+    ``V' = V + noise/2``.
+
+    Args:
+        channel: a registered name (:func:`registered`: ``"softmax"``, ``"linear"``,
+            ``"hardmax"``, ``"relu"``, ``"sigmoid"``) or a :class:`Channel`.
+        y: outputs, shape ``(..., T, T)`` (softmax: probabilities, all > 0;
+            hardmax: one-hot rows, T = 2).
+        omega: means of ``h``, symmetric, shape ``(..., T, T)``.
+        V: variance scale, scalar ``> 0`` (``Var h_aa = 2V``, ``Var h_ab = V``).
+        beta: softmax inverse temperature ``> 0`` (the score does not depend on
+            it beyond reading ``y``).
+        noise: variance ``Delta >= 0`` of the noise on ``h``.
+        score: ``"exact"``, or ``"published"`` (hardmax only: the published,
+            non-gradient expression).
+
+    Returns:
+        ``Gamma``, shape ``(..., T, T)``, symmetric.
+
+    Example:
+        >>> import jax.numpy as jnp, aim_tutorial as aim
+        >>> h = jnp.array([[0.3, -0.2], [-0.2, 0.1]])
+        >>> G = aim.output_score("linear", h, jnp.zeros((2, 2)), 0.5)
+        >>> bool(jnp.allclose(G, h))   # (h - omega) / (2 V)
+        True
+
+    Chapter 4; the score and its matrix form: chapter 3, section "The output channel and its
+    Nishimori identity". Reference: arXiv 2506.01582.
+    """
+    ch = _validate(channel, y, omega, V, beta, noise, score)
+    y = jnp.asarray(y, dtype=jnp.float64)
+    omega = jnp.asarray(omega, dtype=jnp.float64)
+    return _output_score(ch, y, omega, jnp.asarray(V, jnp.float64), jnp.asarray(beta, jnp.float64),
+                         jnp.asarray(noise, jnp.float64), score)
+
+
+@partial(jax.jit, static_argnames=("channel",))
+def _log_partition(channel, y, omega, V, beta, noise):
+    return channel.log_partition(y, omega, V + noise / 2, beta)
+
+
+def log_partition(channel, y, omega, V, *, beta=1.0, noise=0.0):
+    """``log Z_out(y | omega, V)``, eq. (rep-zout), batched over leading axes.
+
+    - hardmax (T = 2): ``log Phi_2(k_1, k_2; c)``, the exact log-probability of ``y``.
+    - linear: the Gaussian log-density of the ``T(T+1)/2`` entries ``y_ab``, ``a <= b``,
+      with variances ``2V'`` (diagonal) and ``V'`` (off), ``V' = V + noise/2``.
+    - softmax: the Gaussian log-density of the ``T(T+1)/2 - 1`` measured combinations
+      of ``h`` (``h`` modulo ``c 11^T``): ``-||c* 11^T + M - omega||_F^2/(4V') -
+      ((T^2+T-2)/4) log V'`` plus a constant; it omits the ``y``-dependent
+      Jacobian from ``y`` to the log-ratios, which depends neither on ``omega``
+      nor on ``V``, so its gradients in ``omega`` and ``V`` are exact.
+
+    Args: as :func:`output_score` (``score`` is not needed: ``Z_out`` is one function).
+
+    Returns:
+        ``log Z_out``, shape ``(...)``.
+
+    Example:
+        >>> import jax, jax.numpy as jnp, aim_tutorial as aim
+        >>> y = jnp.array([[1.0, 0.0], [0.0, 1.0]]); w = jnp.zeros((2, 2))
+        >>> G = aim.output_score("hardmax", y, w, 1.0)
+        >>> g = jax.grad(lambda w: aim.log_partition("hardmax", y, w, 1.0))(w)
+        >>> bool(jnp.allclose(G, (g + g.T) / 2))   # symmetric gradient
+        True
+
+    Chapter 4; eqs. (rep-zout), (rep-softmax-zout) and (rep-hardmax-zout) of chapter 3.
+    """
+    ch = _validate(channel, y, omega, V, beta, noise, "exact")
+    y = jnp.asarray(y, dtype=jnp.float64)
+    omega = jnp.asarray(omega, dtype=jnp.float64)
+    return _log_partition(ch, y, omega, jnp.asarray(V, jnp.float64), jnp.asarray(beta, jnp.float64),
+                          jnp.asarray(noise, jnp.float64))
+
+
+def symmetric_gradient(f: Callable, omega):
+    """Symmetric-matrix gradient of a scalar function of a symmetric matrix.
+
+    ``jax.grad`` treats the ``T^2`` entries as independent; the derivative along
+    the symmetric direction ``E_ab + E_ba`` is ``G_ab + G_ba``, so the Frobenius
+    gradient within symmetric matrices is ``(G + G^T)/2``. This is the
+    convention of :func:`output_score`.
+    """
+    G = jax.grad(f)(omega)
+    return (G + jnp.swapaxes(G, -1, -2)) / 2
+
+

@@ -1,0 +1,322 @@
+"""The hardmax channel (``T = 2``): row ``a`` of ``y`` is the one-hot indicator of ``argmax_b h_ab``.
+
+``s_a = +1`` when token ``a`` attends to itself, ``u_a = omega_aa - omega_12``,
+``r = sqrt(3 V')``, ``k_a = s_a u_a / r``, ``c = s_1 s_2 / 3``:
+``Z_out = Phi_2(k_1, k_2; c)``, the bivariate normal CDF, eq. (rep-hardmax-zout).
+``score="exact"`` differentiates it; ``score="published"`` is the expression used for the
+published reference data, with the joint density ``phi_2`` in place of both partial
+derivatives (not a gradient: kept to reproduce those curves).
+
+The state evolution needs ``G(t) = E[2 (r g_11)^2 + 2 (r g_22)^2 + (r g_12)^2]`` and
+``E log Z_out`` as functions of ``t = q / V'`` only, eq. (bo-hardmax): ``q_hat / alpha =
+2 G(t) / (3 V')``. Both are computed once by deterministic quadrature in the rescaled
+variables ``kappa_a = u_a / sqrt(3 V')`` and cached. The error on the outputs is
+``1 - (2/pi) arcsin(t / (1 + t))``. Chapter 4, section "Hardmax: the exact score against
+the published one"; reference: arXiv 2506.01582.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import log_ndtr, logsumexp
+from scipy.interpolate import CubicSpline
+
+from .. import _checks
+from .base import Channel, log_npdf as _log_npdf, register
+
+_LOG_2PI = math.log(2.0 * math.pi)
+SCORES = ("exact", "published")
+
+
+# ---------------------------------------------------------------------------
+# log Phi_2 and the score
+
+
+def _gl01(n):
+    x, w = np.polynomial.legendre.leggauss(n)
+    return (x + 1) / 2, w / 2  # nodes and weights on [0, 1]
+
+
+_GL_RULES = {n: _gl01(n) for n in (24, 32, 48, 64)}
+_CUT = 40.0  # log-integrand drop at which the integral is truncated (e^-40)
+
+
+def _log_phi2(k1, k2, c, n_nodes: int = 64):
+    """``log Phi_2(k1, k2; c)`` for ``|c| <= 1/3``, accurate in every tail.
+
+    ``Phi_2 = int_{-inf}^{k1} phi(x) Phi((k2 - c x)/s) dx``, ``s = sqrt(1 - c^2)``.
+    The log-integrand ``L`` is concave with ``L'' in [-1, -1 + c^2/s^2]``, so it is
+    integrated in log space by Gauss-Legendre around its mode (interior case) or
+    on a geometric grid from the end point ``k1`` (mode beyond ``k1``).
+    """
+    _GL_X, _GL_W = _GL_RULES[n_nodes]
+    k1, k2, c = jnp.broadcast_arrays(k1, k2, c)
+    s = jnp.sqrt(1 - c * c)
+    kappa_min = 1 - c * c / (s * s)  # lower bound on -L''
+
+    def L(x):
+        if x.ndim > k2.ndim:  # quadrature nodes on a trailing axis
+            return -0.5 * x * x - 0.5 * _LOG_2PI + log_ndtr((k2[..., None] - c[..., None] * x) / s[..., None])
+        return -0.5 * x * x - 0.5 * _LOG_2PI + log_ndtr((k2 - c * x) / s)
+
+    def dL(x):
+        z = (k2 - c * x) / s
+        lam = jnp.exp(-0.5 * z * z - 0.5 * _LOG_2PI - log_ndtr(z))
+        return -x - (c / s) * lam, lam, z
+
+    def newton(_, x):
+        d1, lam, z = dL(x)
+        d2 = -1 + (c * c) / (s * s) * (-lam * (lam + z))
+        # -lam (lam + z) lies in (-1, 0); clip it (rounding in far tails)
+        d2 = jnp.clip(d2, -1.0, -kappa_min)
+        return x - d1 / d2
+
+    # start at the mode's asymptote (c k2 when k2 << 0, 0 when k2 >> 0); contraction <= 1/8 a step
+    m0 = jax.lax.fori_loop(0, 14, newton, c * jnp.minimum(k2, 0.0))
+    half = jnp.sqrt(2 * _CUT / kappa_min)[..., None]
+    kmin = kappa_min[..., None]
+    # interior: [m0 - half, min(k1, m0 + half)]
+    a = m0[..., None] - half
+    b = jnp.minimum(k1[..., None], m0[..., None] + half)
+    xi = a + (b - a) * _GL_X
+    log_int = jnp.log((b - a) * _GL_W) + L(xi)
+    # boundary: x = k1 - t, t = eps (exp(kap v) - 1), v in [0, 1]
+    g = jnp.maximum(dL(k1)[0], 0.0)[..., None]
+    tmax = (-g + jnp.sqrt(g * g + 2 * kmin * _CUT)) / kmin
+    eps = 1 / (1 + g)
+    kap = jnp.log1p(tmax / eps)
+    ev = jnp.exp(kap * _GL_X)
+    t = eps * (ev - 1)
+    log_bnd = jnp.log(eps * kap * ev * _GL_W) + L(k1[..., None] - t)
+    interior = (m0 <= k1)[..., None]
+    return logsumexp(jnp.where(interior, log_int, log_bnd), axis=-1)
+
+
+def _hardmax_parts(y, omega, Veff):
+    s1 = jnp.where(y[..., 0, 0] > 0.5, 1.0, -1.0)
+    s2 = jnp.where(y[..., 1, 1] > 0.5, 1.0, -1.0)
+    r = jnp.sqrt(3 * Veff)
+    k1 = s1 * (omega[..., 0, 0] - omega[..., 0, 1]) / r
+    k2 = s2 * (omega[..., 1, 1] - omega[..., 0, 1]) / r
+    c = s1 * s2 / 3
+    return s1, s2, r, k1, k2, c
+
+
+def _hardmax_score(y, omega, Veff, published):
+    s1, s2, r, k1, k2, c = _hardmax_parts(y, omega, Veff)
+    logZ = _log_phi2(k1, k2, c)
+    sq = jnp.sqrt(1 - c * c)
+    if published:
+        log_phi2 = -(k1 * k1 - 2 * c * k1 * k2 + k2 * k2) / (2 * (1 - c * c)) - _LOG_2PI - jnp.log(sq)
+        d1 = d2 = jnp.exp(log_phi2 - logZ)
+        g12 = -(s1 * d1 + s2 * d2) / r
+    else:
+        d1 = jnp.exp(_log_npdf(k1) + log_ndtr((k2 - c * k1) / sq) - logZ)
+        d2 = jnp.exp(_log_npdf(k2) + log_ndtr((k1 - c * k2) / sq) - logZ)
+        g12 = -(s1 * d1 + s2 * d2) / r
+    g11 = s1 * d1 / r
+    g22 = s2 * d2 / r
+    row0 = jnp.stack([g11, g12 / 2], axis=-1)
+    row1 = jnp.stack([g12 / 2, g22], axis=-1)
+    return jnp.stack([row0, row1], axis=-2)
+
+
+
+# ---------------------------------------------------------------------------
+# the state-evolution integrals G(t), L(t), t = q / V'
+
+_HM_T_SMALL = np.concatenate([[0.0], np.logspace(-6, 0, 49)])
+_HM_T_LARGE = np.logspace(0, 9, 91)
+
+
+def _hm_F(kappa1, kappa2):
+    """Integrands over ``kappa = u / r`` of the hardmax tables, summed over the four outcomes.
+
+    Returns ``(F_exact, F_published, F_log)``: ``sum_s Phi2 [2 (r g11)^2 + 2 (r g22)^2 + (r g12)^2]``
+    for the exact and the published score, and ``sum_s Phi2 log Phi2``.
+    """
+    S1 = jnp.array([1.0, 1.0, -1.0, -1.0])
+    S2 = jnp.array([1.0, -1.0, 1.0, -1.0])
+    k1 = S1[:, None] * kappa1[None, :]
+    k2 = S2[:, None] * kappa2[None, :]
+    c = (S1 * S2 / 3.0)[:, None]
+    sq = math.sqrt(8.0 / 9.0)
+    logZ = _log_phi2(k1, k2, jnp.broadcast_to(c, k1.shape), 32)
+    l1 = _log_npdf(k1) + jax.scipy.special.log_ndtr((k2 - c * k1) / sq)
+    l2 = _log_npdf(k2) + jax.scipy.special.log_ndtr((k1 - c * k2) / sq)
+    # Phi2 (d_a / Phi2)(d_b / Phi2) = exp(l_a + l_b - logZ); (r g12)^2 = (s1 d1 + s2 d2)^2 / Phi2^2
+    e11, e22, e12 = jnp.exp(2 * l1 - logZ), jnp.exp(2 * l2 - logZ), jnp.exp(l1 + l2 - logZ)
+    f_ex = jnp.sum(3 * e11 + 3 * e22 + 2 * (S1 * S2)[:, None] * e12, axis=0)
+    lp = -(k1 * k1 - 2 * c * k1 * k2 + k2 * k2) / (2 * sq * sq) - math.log(2 * math.pi * sq)
+    f_pub = jnp.sum((4 + (S1 + S2)[:, None] ** 2) * jnp.exp(2 * lp - logZ), axis=0)
+    f_l = jnp.sum(jnp.exp(logZ) * logZ, axis=0)
+    return f_ex, f_pub, f_l
+
+
+_hm_F_jit = jax.jit(_hm_F)
+
+_KAPPA_BAND = 12.0  # beyond |kappa_1|, |kappa_2| > 12 every integrand is below e^-70
+
+
+def _composite_nodes():
+    """Nodes and weights on the real line: unit panels on [-12, 12], geometric panels beyond."""
+    x6, w6 = np.polynomial.legendre.leggauss(6)
+    x5, w5 = np.polynomial.legendre.leggauss(5)
+    inner = np.arange(-_KAPPA_BAND, _KAPPA_BAND + 1e-9, 1.0)
+    outer = _KAPPA_BAND * 1.5 ** np.arange(0, 40)
+    outer = outer[outer < 4e5]
+
+    def panels(brk, x, w):
+        a, b = brk[:-1], brk[1:]
+        return ((a + b)[:, None] / 2 + (b - a)[:, None] / 2 * x).ravel(), ((b - a)[:, None] / 2 * w).ravel()
+
+    xi, wi = panels(inner, x6, w6)
+    xo, wo = panels(outer, x5, w5)
+    return np.concatenate([-xo[::-1], xi, xo]), np.concatenate([wo[::-1], wi, wo])
+
+
+def _gauss2_logpdf(k1, k2, t):
+    # covariance t [[1, 1/3], [1/3, 1]]: det = t^2 (8/9), inverse = (9/8)/t [[1, -1/3], [-1/3, 1]]
+    quad = (9.0 / 8.0) * (k1 * k1 - (2.0 / 3.0) * k1 * k2 + k2 * k2) / t
+    return -0.5 * quad - math.log(2 * math.pi) - 0.5 * np.log(t * t * 8.0 / 9.0)
+
+
+class _HardmaxTable(NamedTuple):
+    G_exact: Callable
+    G_published: Callable
+    L: Callable
+    checks: dict
+
+
+@functools.lru_cache(maxsize=1)
+def _hardmax_table() -> _HardmaxTable:
+    """``G(t)`` (exact and published score) and ``L(t) = E log Z_out``, tabulated once.
+
+    ``t <= 1``: 40 x 40 Gauss-Hermite in ``kappa = sqrt(t) chol(C) z``. ``t >= 1``: the
+    integrands are computed once on a fixed composite grid in ``kappa`` (unit panels on
+    ``|kappa| <= 12``, geometric panels beyond, the region where both ``|kappa_a| > 12``
+    dropped), and every ``t`` reweights them with its Gaussian density.
+    """
+    zx, zw = np.polynomial.hermite_e.hermegauss(40)
+    zw = zw / zw.sum()
+    Z1, Z2 = np.meshgrid(zx, zx, indexing="ij")
+    W = np.outer(zw, zw).ravel()
+    b = 1.0 / 3.0
+    st = np.sqrt(_HM_T_SMALL)[:, None]
+    k1 = (st * Z1.ravel()[None, :]).ravel()
+    k2 = (st * (b * Z1 + math.sqrt(1 - b * b) * Z2).ravel()[None, :]).ravel()
+    fs = [np.asarray(f).reshape(_HM_T_SMALL.size, -1) @ W for f in _hm_F_jit(jnp.asarray(k1), jnp.asarray(k2))]
+    # large t: symmetric cross-shaped region of the composite grid
+    x, w = _composite_nodes()
+    inner = np.abs(x) <= _KAPPA_BAND
+    I, J = np.triu_indices(x.size)
+    keep = inner[I] | inner[J]
+    I, J = I[keep], J[keep]
+    vals = _hm_F_jit(jnp.asarray(x[I]), jnp.asarray(x[J]))
+    mult = np.where(I == J, 1.0, 2.0) * w[I] * w[J]  # F(k1, k2) = F(k2, k1)
+    P = np.exp(_gauss2_logpdf(x[I][None, :], x[J][None, :], _HM_T_LARGE[:, None]))
+    fl = [(P * mult) @ np.asarray(v) for v in vals]
+    tt = np.concatenate([_HM_T_SMALL[1:], _HM_T_LARGE[1:]])
+    lt = np.log(tt)
+    out = []
+    for k, (small, large) in enumerate(zip(fs, fl)):
+        yy = np.concatenate([small[1:], large[1:]])
+        out.append(_table_fn(lt, yy, small[0], log_values=(k < 2)))
+    checks = dict(at_t1_small=[f[-1] for f in fs], at_t1_large=[f[0] for f in fl], at_t0=[f[0] for f in fs])
+    return _HardmaxTable(out[0], out[1], out[2], checks)
+
+
+def _table_fn(lt, yy, y0, log_values):
+    """Interpolant in ``log t`` (of ``log y`` when ``log_values``), linear to ``t = 0``, power law beyond."""
+    spline = CubicSpline(lt, np.log(yy) if log_values else yy)
+    t_lo, t_hi = math.exp(lt[0]), math.exp(lt[-1])
+    slope_hi = float(spline(lt[-1], 1))
+
+    def f(t):
+        t = np.asarray(t, dtype=float)
+        lt_ = np.log(np.clip(t, t_lo, t_hi))
+        mid = np.exp(spline(lt_)) if log_values else spline(lt_)
+        low = y0 + (yy[0] - y0) * t / t_lo
+        if log_values:
+            high = yy[-1] * np.exp(slope_hi * (np.log(np.maximum(t, t_hi)) - lt[-1]))
+        else:
+            high = yy[-1] * np.ones_like(t)  # E log Z -> 0 as t -> inf; |L(t_hi)| is tiny
+        return np.where(t < t_lo, low, np.where(t > t_hi, high, mid))
+
+    return f
+
+
+def hardmax_score_moment(t, score: str = "exact"):
+    """``G(t) = E[2 (r g_11)^2 + 2 (r g_22)^2 + (r g_12)^2]`` of the hardmax channel (T = 2).
+
+    ``r = sqrt(3 V')``; the expectation is over ``omega`` and ``y`` at overlap ratio
+    ``t = q / V'``; then ``q_hat = 2 alpha G(t) / (3 V')``. At ``t = 0`` it is
+    ``16 phi(0)^2 Phi(0)^2 / Phi_2(0,0;1/3) + 8 phi(0)^2 Phi(0)^2 / Phi_2(0,0;-1/3)`` for the exact score.
+
+    Args:
+        t: ``q / V' >= 0``, scalar or array.
+        score: ``"exact"`` or ``"published"``.
+
+    Chapter 4, eq. (bo-hardmax) (``G`` is its ``Upsilon``) and section "Hardmax: the exact score
+    against the published one".
+    """
+    _checks.one_of("score", score, SCORES)
+    tab = _hardmax_table()
+    out = (tab.G_published if score == "published" else tab.G_exact)(np.asarray(t, dtype=float))
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def hardmax_expected_log_partition(t):
+    """``E log Z_out`` of the hardmax channel (T = 2) at ``t = q / V'`` (exact; one function of ``t``)."""
+    out = _hardmax_table().L(np.asarray(t, dtype=float))
+    return float(out) if np.ndim(out) == 0 else out
+
+
+# ---------------------------------------------------------------------------
+# the channel
+
+
+def output(h, beta=None):
+    """Row-wise hardmax: row ``a`` is the one-hot indicator of ``argmax_b h_ab``."""
+    return jax.nn.one_hot(jnp.argmax(h, axis=-1), h.shape[-1], dtype=h.dtype)
+
+
+def _score(y, omega, Vp, beta, score):
+    return _hardmax_score(y, omega, Vp, score == "published")
+
+
+def _log_partition(y, omega, Vp, beta):
+    _, _, _, k1, k2, c = _hardmax_parts(y, omega, Vp)
+    return _log_phi2(k1, k2, c)
+
+
+def _H(q, Vp, T, beta, score):
+    tab = _hardmax_table()
+    G = tab.G_published if score == "published" else tab.G_exact
+    return 2 * G(q / Vp) / (3 * Vp)
+
+
+def _ElogZ(q, Vp, T, beta):
+    return _hardmax_table().L(q / Vp)
+
+
+def _label_error(q, Vp, T, beta, key, n_samples):
+    t = np.asarray(q, dtype=float) / Vp
+    return 1 - (2 / np.pi) * np.arcsin(t / (1 + t))
+
+
+def _check(T, beta, noise, score):
+    if T != 2:
+        raise ValueError(f"T must be 2 for channel='hardmax' (closed form), got T = {T}")
+
+
+HARDMAX = register(Channel(
+    name="hardmax", summary="one-hot argmax of each row (T = 2)", output=output, score=_score,
+    log_partition=_log_partition, se_H=_H, se_ElogZ=_ElogZ, label_error=_label_error, check=_check,
+    differentiable=False, scores=SCORES))

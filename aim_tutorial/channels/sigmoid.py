@@ -1,0 +1,53 @@
+"""Sigmoid attention: ``y_ab = sigmoid(beta h_ab - log T)`` (Ramapuram et al. 2024, bias ``b = -log L``).
+
+An elementwise channel (:mod:`aim_tutorial.channels.elementwise`). The sigmoid is
+strictly increasing, so a noiseless ``y`` reveals ``h = (logit(y) + log T) / beta``
+exactly: the channel is the linear one, with the same error curve and threshold
+``alpha_PR = (2 rho - rho^2) / (T^2 + T)``, for every ``beta``. In float64 the sigmoid
+saturates: ``y = 1`` exactly once ``beta h - log T > 36.74`` and ``y = 0`` below
+``-744.4``; such a ``y`` only says that ``h`` is beyond that point, and the channel
+treats it so (a censored entry), as the sampler produces it. With label noise on ``y``
+the channel is no longer linear, and ``beta`` matters. Reference: Ramapuram et al.,
+"Theory, analysis, and best practices for sigmoid self-attention", arXiv 2409.04431 (2024).
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .base import register
+from .elementwise import Structure, make
+
+# logit of the largest double below 1, and log of the smallest positive (subnormal) double
+_S_HI = float(np.log(np.nextafter(1.0, 0.0)) - np.log1p(-np.nextafter(1.0, 0.0)))
+_S_LO = float(np.log(np.nextafter(0.0, 1.0)))
+
+
+def _f_of(T, beta):
+    return lambda h: jax.nn.sigmoid(beta * h - math.log(T))
+
+
+def _structure(T, beta):
+    xp = jnp if isinstance(beta, jax.core.Tracer) else np
+    lo = (_S_LO + math.log(T)) / beta  # y = 0 below
+    hi = (_S_HI + math.log(T)) / beta  # y = 1 above
+    inf = np.inf
+    return Structure(flat_a=xp.stack([xp.asarray(-inf), hi]) if xp is jnp else np.array([-inf, hi]),
+                     flat_b=xp.stack([lo, xp.asarray(inf)]) if xp is jnp else np.array([lo, inf]),
+                     flat_c=np.array([0.0, 1.0]), flat_group=np.array([0, 1]),
+                     piece_a=xp.stack([lo]) if xp is jnp else np.array([lo]),
+                     piece_b=xp.stack([hi]) if xp is jnp else np.array([hi]),
+                     piece_increasing=np.array([True]), piece_lo=np.array([0.0]), piece_hi=np.array([1.0]))
+
+
+def _inverse_of(T, beta):
+    return lambda y: (jnp.log(y) - jnp.log1p(-y) + math.log(T)) / beta
+
+
+SIGMOID = register(make(
+    "sigmoid", "y = sigmoid(beta h - log T), entrywise", _f_of, uses_beta=True, structure_of=_structure,
+    inverse_of=_inverse_of))

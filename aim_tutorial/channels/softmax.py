@@ -1,0 +1,107 @@
+"""The softmax channel: ``y = softmax(beta h)`` row by row, any ``T``, any ``beta > 0``.
+
+``y`` fixes ``h`` up to one constant ``c 11^T``: ``h = c 11^T + M`` with ``M`` built from
+the log-ratios ``phi_ab = (log y_ab - log y_aT) / beta`` (never by dividing small
+probabilities), ``M_ab = phi_Ta + phi_ab``. Hence ``Gamma = (c* 11^T + M - omega) / (2 V')``
+with ``c* = mean(omega - M)`` over the ``T^2`` entries, eq. (rep-softmax-zout), and
+``q_hat / alpha = (T^2 + T - 2) / V'``: the error depends on ``alpha (T^2 + T - 2)`` only,
+not on ``beta``. Chapter 4; reference: arXiv 2506.01582.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _checks
+from .base import Channel, frob_sq, gauss_norm, register, symmetric_gaussian
+from .linear import dof
+
+
+def _M(y, beta):
+    """``M`` with ``h = c 11^T + M`` from softmax outputs (log-ratios from logs)."""
+    logy = jnp.log(y)
+    phi = (logy - logy[..., -1:]) / beta  # phi_ab = h_ab - h_aT, phi_aT = 0
+    M = phi[..., -1, :][..., :, None] + phi  # M_ab = phi_Ta + phi_ab
+    return (M + jnp.swapaxes(M, -1, -2)) / 2
+
+
+def residual(y, omega, beta):
+    M = _M(y, beta)
+    cstar = jnp.mean(omega - M, axis=(-1, -2), keepdims=True)
+    return cstar + M - omega
+
+
+def _score(y, omega, Vp, beta, score):
+    return residual(y, omega, beta) / (2 * Vp)
+
+
+def _log_partition(y, omega, Vp, beta):
+    T = omega.shape[-1]
+    return gauss_norm(T, Vp, T * (T + 1) // 2 - 1) - frob_sq(residual(y, omega, beta)) / (4 * Vp)
+
+
+def _K(T):
+    return T * T + T - 2
+
+
+def _H(q, Vp, T, beta, score):
+    return _K(T) / Vp
+
+
+def _ElogZ(q, Vp, T, beta):
+    return -_K(T) / 4 * np.log(Vp)
+
+
+def _perfect(rho, T, beta, noise):
+    return dof(rho) / _K(T) if noise == 0 else None
+
+
+def _label_error(q, Vp, T, beta, key, n_samples):
+    """Softmax T = 2 by nested Gauss-Hermite quadrature; ``T > 2`` by Monte Carlo (``key``)."""
+    qq, Vp = np.asarray(q, dtype=float), np.asarray(Vp, dtype=float)
+    if T == 2:
+        x, w = np.polynomial.hermite_e.hermegauss(160)
+        w = w / w.sum()
+        u = np.sqrt(3 * qq)[..., None, None] * x[:, None]  # outer over omega
+        xs = u + np.sqrt(3 * Vp)[..., None, None] * x[None, :]
+        sig = 1 / (1 + np.exp(-beta * xs))
+        m1 = np.sum(w[None, :] * sig, axis=-1)
+        m2 = np.sum(w[None, :] * sig * sig, axis=-1)
+        var = np.sum(w * (m2 - m1 * m1), axis=-1)
+        return 4 * var  # two rows, each row: 2 Var(sigma)
+    if key is None:
+        raise ValueError("key must be a jax.random key for softmax with T > 2 (Monte Carlo)")
+    n_samples = _checks.integer_at_least("n_samples", n_samples, 64)
+    return np.vectorize(lambda qv, vv: label_mc(key, qv, vv, T, beta, n_samples // 64))(qq, Vp)
+
+
+@functools.partial(jax.jit, static_argnames=("T", "n_omega"))
+def _label_mc_jit(key, q, Vp, T, beta, n_omega):
+    k1, k2 = jax.random.split(key)
+    om = jnp.sqrt(q) * symmetric_gaussian(k1, (n_omega, 1, T, T))
+    h = om + jnp.sqrt(Vp) * symmetric_gaussian(k2, (n_omega, 64, T, T))
+    y = jax.nn.softmax(beta * h, axis=-1)
+    A = jnp.mean(jnp.sum(y * y, axis=(-1, -2)), axis=1)  # inner mean of ||y||^2
+    ybar = jnp.mean(y, axis=1)
+    B = jnp.sum(ybar * ybar, axis=(-1, -2))
+    return jnp.mean(A - B) * 64 / 63  # unbiased E tr Cov(y | omega)
+
+
+def label_mc(key, q, Vp, T, beta, n_omega):
+    """Monte Carlo ``E tr Cov(y | omega)`` of the softmax channel (``n_omega`` draws x 64)."""
+    return float(_label_mc_jit(key, q, Vp, T, beta, n_omega))
+
+
+def _check(T, beta, noise, score):
+    if T < 2:
+        raise ValueError("T must be >= 2 for channel='softmax' (T = 1 carries no information)")
+
+
+SOFTMAX = register(Channel(
+    name="softmax", summary="y = softmax(beta h), row-wise", output=lambda h, beta: jax.nn.softmax(beta * h, axis=-1),
+    score=_score, log_partition=_log_partition, se_H=_H, se_ElogZ=_ElogZ, perfect_recovery=_perfect,
+    label_error=_label_error, check=_check, uses_beta=True))
