@@ -8,6 +8,8 @@
 #
 # JOBS notebooks run at a time (default: the CPUs), each worker in its own fresh
 # environment ($OUT/venv1, $OUT/venv2, ...), the slowest notebooks first.
+# COLAB_STAGE=prepare only creates the environments (make test starts that first, in the
+# background, as it is mostly downloading); COLAB_STAGE=run waits for them and runs.
 # Outputs (executed notebooks, logs, timings) go to $OUT (default /tmp/aim_colab).
 # Needs the package index; exit status non-zero if any notebook fails.
 set -uo pipefail
@@ -15,8 +17,11 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/aim_colab}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 source scripts/find_py312.sh
+STAGE=${COLAB_STAGE:-all}
+case "$STAGE" in all|prepare|run) ;; *) echo "COLAB_STAGE must be all, prepare or run, got $STAGE"; exit 2;; esac
 mkdir -p "$OUT"
-rm -rf "$OUT"/[0-9]*.ipynb "$OUT"/[0-9]*.log "$OUT"/work_*
+[ "$STAGE" = run ] || rm -f "$OUT/venvs.ready" "$OUT/venvs.failed"
+[ "$STAGE" = prepare ] || rm -rf "$OUT"/[0-9]*.ipynb "$OUT"/[0-9]*.log "$OUT"/work_*
 start_all=$(date +%s)
 
 notebooks=("$@")
@@ -34,15 +39,30 @@ make_venv() {
         "$1/bin/python" -m pip install --quiet --upgrade pip &&
         "$1/bin/python" -m pip install --quiet --upgrade jax jaxlib ipykernel nbclient nbformat
 }
-pids=()
-for k in $(seq 1 "$JOBS"); do
-    make_venv "$OUT/venv$k" > "$OUT/venv$k.log" 2>&1 & pids+=($!)
-done
-for k in "${!pids[@]}"; do
-    wait "${pids[$k]}" || { echo "environment $((k + 1)) failed; see $OUT/venv$((k + 1)).log"; tail -n 5 "$OUT/venv$((k + 1)).log"; exit 1; }
-done
+if [ "$STAGE" != run ]; then
+    pids=()
+    for k in $(seq 1 "$JOBS"); do
+        make_venv "$OUT/venv$k" > "$OUT/venv$k.log" 2>&1 & pids+=($!)
+    done
+    for k in "${!pids[@]}"; do
+        wait "${pids[$k]}" || { echo "environment $((k + 1)) failed; see $OUT/venv$((k + 1)).log";
+                                tail -n 5 "$OUT/venv$((k + 1)).log"; touch "$OUT/venvs.failed"; exit 1; }
+    done
+    echo "$JOBS" > "$OUT/venvs.ready"
+    echo "environments ($JOBS): $(( $(date +%s) - start_all )) s"
+    [ "$STAGE" = prepare ] && exit 0
+else
+    # made by COLAB_STAGE=prepare, started earlier: wait for it (at most 20 minutes)
+    for _ in $(seq 1 600); do
+        [ -f "$OUT/venvs.ready" ] || [ -f "$OUT/venvs.failed" ] && break
+        sleep 2
+    done
+    [ -f "$OUT/venvs.ready" ] || { echo "the environments were not made (COLAB_STAGE=prepare): see $OUT/venv*.log";
+                                   tail -n 5 "$OUT"/venv*.log; exit 1; }
+    (( $(cat "$OUT/venvs.ready") >= JOBS )) || { echo "fewer environments than JOBS = $JOBS"; exit 1; }
+    echo "environments: made earlier, waited $(( $(date +%s) - start_all )) s"
+fi
 "$OUT/venv1/bin/python" -c "import sys, jax; print(f'python {sys.version.split()[0]}, jax {jax.__version__}')"
-echo "environments ($JOBS): $(( $(date +%s) - start_all )) s"
 
 export AIM_INSTALL_SOURCE=${AIM_INSTALL_SOURCE:-$PWD}
 export AIM_SCALE=${AIM_SCALE:-smoke}
