@@ -23,7 +23,6 @@ from typing import Callable, Optional
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from .. import _checks
 
@@ -185,8 +184,3 @@ def symmetric_gaussian(key, shape):
     """Symmetric Gaussian ``zeta``, ``Var zeta_aa = 2``, ``Var zeta_ab = 1``, shape ``(..., T, T)``."""
     G = jax.random.normal(key, tuple(shape))
     return (G + jnp.swapaxes(G, -1, -2)) / math.sqrt(2)
-
-
-def upper_entry_weights(T: int) -> np.ndarray:
-    """``T x T`` mask of the free entries ``a <= b`` (1 on and above the diagonal)."""
-    return np.triu(np.ones((T, T)))

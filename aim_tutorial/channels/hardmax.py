@@ -28,9 +28,7 @@ from jax.scipy.special import log_ndtr, logsumexp
 from scipy.interpolate import CubicSpline
 
 from .. import _checks
-from .base import Channel, log_npdf as _log_npdf, register
-
-_LOG_2PI = math.log(2.0 * math.pi)
+from .base import _LOG_2PI, Channel, log_npdf as _log_npdf, register
 SCORES = ("exact", "published")
 
 
