@@ -55,6 +55,7 @@ from . import channels  # noqa: F401  (the registry: aim.channels.registered(), 
 from .channels import (  # noqa: F401
     Channel,
     elementwise_channel,
+    generic_channel,
     generic_output_score,
     log_partition,
     output_score,

@@ -48,7 +48,6 @@ import math
 from typing import Callable, NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from scipy.interpolate import CubicSpline
 
@@ -520,20 +519,6 @@ class GenericSEResult(NamedTuple):
     min_ess: float
 
 
-@functools.partial(jax.jit, static_argnames=("g", "n_batches"))
-def _generic_H(g, z_omega, z_h, z_y, zeta, q, Vp, label_noise, n_batches):
-    """Batch means of ``4 ||Gamma||_F^2`` and of ``log Z_out`` at overlap ``q`` (CRN samples)."""
-    omega = jnp.sqrt(q) * z_omega
-    h = omega + jnp.sqrt(Vp) * z_h
-    gv = jax.vmap(g)
-    y = gv(h) + jnp.sqrt(label_noise) * z_y
-    out = _ch.generic._generic_score(g, y, omega, zeta, Vp, label_noise)
-    fisher = 4 * jnp.sum(out.score * out.score, axis=(-1, -2))
-    nb = n_batches
-    return (fisher.reshape(nb, -1).mean(axis=1), out.log_partition.reshape(nb, -1).mean(axis=1),
-            jnp.mean(out.ess))
-
-
 def generic_state_evolution(key, alpha, rho: float, g: Callable, T: int = 2, *, label_noise: float,
                             noise: float = 0.0, n_omega: int = 2048, n_zeta: int = 2048, n_m: int = 20,
                             n_batches: int = 8) -> GenericSEResult:
@@ -596,8 +581,8 @@ def generic_state_evolution(key, alpha, rho: float, g: Callable, T: int = 2, *, 
     m_grid = 1 / (1 + np.exp(-np.linspace(-7.0, 5.0, n_m)))  # errors from 1e-3 to 0.993
     Hb, Eb, ess = [], [], []
     for m in m_grid:
-        f, lz, e = _generic_H(g, z_omega, z_h, z_y, zeta, float(Q0 - m), float(m + noise / 2), label_noise,
-                              n_batches)
+        f, lz, e = _ch.generic.generic_moments(g, z_omega, z_h, z_y, zeta, float(Q0 - m),
+                                               float(m + noise / 2), label_noise, n_batches)
         Hb.append(np.asarray(f))
         Eb.append(np.asarray(lz))
         ess.append(float(e))

@@ -27,7 +27,7 @@ One file a channel, each registering a :class:`Channel` (:mod:`.base`):
 
 and :func:`elementwise_channel` makes the channel of any entrywise map (:mod:`.elementwise`).
 The generic channel ``y = g(h) + noise`` of any matrix map ``g`` is estimated by Monte
-Carlo (:mod:`.generic`). Adding a channel: CONTRIBUTING.md.
+Carlo (:func:`generic_channel`, :mod:`.generic`). Adding a channel: CONTRIBUTING.md.
 
 Reference: Boncoraglio, Troiani, Erba, Zdeborova, arXiv 2506.01582 (the output
 channels and their scores).
@@ -45,7 +45,7 @@ import numpy as np
 from .base import Channel, check_settings, get, register, registered, symmetric_gaussian  # noqa: F401
 from . import linear, softmax, hardmax, relu, sigmoid  # noqa: F401,E402  (the registry, in this order)
 from .elementwise import elementwise_channel  # noqa: F401
-from .generic import GenericScore, generic_output_score  # noqa: F401
+from .generic import GenericScore, generic_channel, generic_output_score  # noqa: F401
 from .base import _is_concrete
 from .. import _checks
 

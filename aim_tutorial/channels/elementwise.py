@@ -30,9 +30,13 @@ Gauss-Legendre quadrature with panels at both scales ``sqrt(q_s)`` and ``sqrt(v)
 An ``f`` with no flat part (the sigmoid) is then the linear channel: ``I = 1/v``.
 
 **With label noise** ``sigma^2 > 0`` (any ``f``): ``Z_1 = int N(h; omega, v) N(y; f(h), sigma^2) dh``
-by the trapezoidal rule on a fine grid in ``z = (h - omega)/sqrt(v)``, and ``I``, ``L`` by
-Gauss-Hermite quadrature over ``omega``, ``h`` and the noise, tabulated on a grid of the
-error ``m`` for the state evolution.
+by composite Gauss-Legendre quadrature in ``h`` with panel breaks at the kinks of ``f``
+(:func:`kinks`); ``I = E int (d_omega Z_1)^2 / Z_1 dy`` and ``L = E int Z_1 log Z_1 dy`` add the
+trapezoidal rule in ``y`` and the composite rule of the noiseless case over ``omega``, with
+sizes chosen from ``f`` and ``sigma`` (:func:`_noisy_point`). The state evolution reads
+``I`` from a table along its line ``q_s + v = const`` (65 Chebyshev points in
+``logit(v / (q_s + v))``). Measured against a closed form for ReLU (``tests/test_elementwise.py``):
+relative error below ``1e-11`` at a point, ``5e-10`` through the table.
 
 The noise on ``y`` is symmetric: one draw for each free entry ``a <= b``, mirrored.
 Chapter 4, section "Attention beyond the softmax: ReLU, sigmoid and any elementwise map".
@@ -49,17 +53,22 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import log_ndtr, logsumexp
 from scipy import special as sps
-from scipy.interpolate import CubicSpline
+from scipy.interpolate import BarycentricInterpolator
 
 from .. import _checks
 from .base import Channel, log_npdf
 
 _CLIP = 40.0  # standardised ends beyond +-40 carry probability below e^-800
 _X_MAX, _N_GRID = 60.0, 120_001  # the grid on which f is analysed (spacing 1e-3)
+_MAX_FLATS = 64  # more flat parts than this on the grid: a floating-point staircase, refused
 _U_LOCAL = np.array([-40, -20, -12, -8, -5, -3, -2, -1, -0.5, 0, 0.5, 1, 2, 3, 5, 8, 12, 20, 40.0])
 _U_GLOBAL = np.linspace(-14.0, 14.0, 57)
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
-_Z_TABLE = np.linspace(-12.0, 9.0, 33)  # with label noise: v / (q_s + v) = sigmoid(z), from 6e-6 to 0.9999
+# with label noise: the table along q_s + v = S, in z = logit(v / S) from -12 to 9 (v / S from 6e-6
+# to 0.9999), at 65 Chebyshev points (interpolation error 5e-10, against 2e-6 for a cubic spline
+# on 65 equal steps)
+_Z_LO, _Z_HI, _N_Z = -12.0, 9.0, 65
+_Z_TABLE = (_Z_LO + _Z_HI) / 2 + (_Z_HI - _Z_LO) / 2 * np.cos(np.pi * (2 * np.arange(_N_Z) + 1) / (2 * _N_Z))
 
 
 # ---------------------------------------------------------------------------
@@ -106,6 +115,11 @@ def analyse(f: Callable, x_max: float = _X_MAX, n_grid: int = _N_GRID) -> Struct
         ValueError: ``f`` is not finite on the grid, or not one-to-one outside its flat
             parts (then ``y`` does not determine ``h``: give the channel ``label_noise > 0``).
     """
+    with jax.ensure_compile_time_eval():  # concrete arithmetic even when called inside a trace
+        return _analyse(f, x_max, n_grid)
+
+
+def _analyse(f, x_max, n_grid):
     x = np.linspace(-x_max, x_max, n_grid)
     fx = np.asarray(f(jnp.asarray(x)), dtype=float)
     if fx.shape != x.shape:
@@ -119,6 +133,11 @@ def analyse(f: Callable, x_max: float = _X_MAX, n_grid: int = _N_GRID) -> Struct
     brk = np.flatnonzero(np.diff(sign)) + 1
     starts = np.concatenate([[0], brk])
     ends = np.concatenate([brk, [sign.size]])  # run covers cells starts..ends-1, points starts..ends
+    n_flat = int(np.sum(sign[starts] == 0))
+    if n_flat > _MAX_FLATS:
+        raise ValueError(f"f has {n_flat} flat parts on [-{x_max:g}, {x_max:g}], more than {_MAX_FLATS}: a "
+                         "smooth map that rounds to a staircase in float64 (tanh beyond |h| = 17) is not "
+                         "one-to-one there; give label_noise > 0, or a map that stays strictly monotone")
     fl_a, fl_b, fl_c, pc_a, pc_b, pc_inc = [], [], [], [], [], []
     for s, e in zip(starts, ends):
         lo_x, hi_x = x[s], x[e]
@@ -182,6 +201,41 @@ def analyse(f: Callable, x_max: float = _X_MAX, n_grid: int = _N_GRID) -> Struct
                 lo[k] = -np.inf
     return Structure(np.array(fl_a, float), np.array(fl_b, float), fl_c, groups, pc_a, pc_b,
                      np.array(pc_inc, bool), lo, hi)
+
+
+def kinks(f: Callable, x_max: float = _X_MAX, n_grid: int = _N_GRID, max_kinks: int = 16) -> tuple:
+    """The kinks of ``f`` (jumps of its slope) on ``[-x_max, x_max]``, for the quadratures with label noise.
+
+    A kink is a cell where the second difference of ``f`` stands out (above ``1e-9`` of the
+    largest first difference and 100 times its neighbours); it is placed where the secant
+    lines on its two sides cross (exact for piecewise-linear maps). A smooth ``f`` (``tanh``)
+    has none, ReLU one at 0, a clip two, leaky ReLU one. At most ``max_kinks`` (the largest).
+    """
+    with jax.ensure_compile_time_eval():
+        x = np.linspace(-x_max, x_max, n_grid)
+        fx = np.asarray(f(jnp.asarray(x)), dtype=float)
+    if fx.shape != x.shape or not np.all(np.isfinite(fx)):
+        return ()
+    d1 = np.diff(fx)
+    d2 = np.abs(np.diff(d1))  # d2[i] sits at x[i + 1]
+    floor = 1e-9 * max(float(np.max(np.abs(d1))), 1e-300)
+    nb = np.maximum(np.concatenate([[0.0], d2[:-1]]), np.concatenate([d2[1:], [0.0]]))
+    nb2 = np.maximum(np.concatenate([[0.0, 0.0], d2[:-2]]), np.concatenate([d2[2:], [0.0, 0.0]]))
+    # a kink between grid points shows in two adjacent second differences: compare with the
+    # cells two away
+    cand = np.flatnonzero((d2 > floor) & (d2 >= nb) & (d2 > 100 * nb2))
+    out = []
+    h = x[1] - x[0]
+    for i in cand[np.argsort(-d2[cand])][:max_kinks]:
+        j = i + 1  # the grid point at the kink
+        if j < 3 or j > n_grid - 4:
+            continue
+        sl, sr = (fx[j - 1] - fx[j - 3]) / (2 * h), (fx[j + 3] - fx[j + 1]) / (2 * h)
+        if sl == sr:
+            continue
+        xk = (fx[j + 1] - fx[j - 1] + sl * x[j - 1] - sr * x[j + 1]) / (sl - sr)
+        out.append(float(np.clip(xk, x[j - 2], x[j + 2])))
+    return tuple(sorted(set(out)))
 
 
 def _refine(f, x_out, x_in, c):
@@ -274,18 +328,37 @@ def _entry_noiseless(f, st: Structure, y, omega, v, inverse=None):
 # the scalar channel with label noise (JAX)
 
 
-def _entry_noisy(f, sigma2, n_inner, y, omega, v):
-    """``(log Z_1, g)`` with Gaussian label noise, by the trapezoidal rule in ``z = (h - omega)/sqrt(v)``."""
-    zmax = 10.0
-    z = jnp.linspace(-zmax, zmax, n_inner)
-    wz = jnp.full(n_inner, 2 * zmax / (n_inner - 1)).at[0].multiply(0.5).at[-1].multiply(0.5)
-    sv = jnp.sqrt(v)[..., None]
-    h = omega[..., None] + sv * z
-    logw = (log_npdf(z) + jnp.log(wz) - 0.5 * (y[..., None] - f(h)) ** 2 / sigma2
-            - 0.5 * jnp.log(2 * math.pi * sigma2))
-    logz = logsumexp(logw, axis=-1)
-    p = jnp.exp(logw - logz[..., None])
-    g = jnp.sum(p * z, axis=-1) / sv[..., 0]
+_GL8_X, _GL8_W = np.polynomial.legendre.leggauss(8)
+_ZMAX = 10.0  # the h-integrals with label noise cover omega +- 10 sqrt(v) (mass outside: 1.5e-23)
+
+
+def _h_rule(omega, v, kinks, n_pan):
+    """Composite 8-point Gauss-Legendre rule in ``h`` over ``omega +- 10 sqrt(v)``: ``n_pan`` equal
+    panels, each end of a flat interval of ``f`` inside (a kink) one more break, so that every
+    panel integrates a smooth function. Returns ``h``, the weights, and ``log N(h; omega, v)``,
+    shape ``(..., (n_pan + len(kinks)) * 8)``."""
+    sv = jnp.sqrt(v)
+    lo, hi = omega - _ZMAX * sv, omega + _ZMAX * sv
+    edges = lo[..., None] + (hi - lo)[..., None] * jnp.linspace(0.0, 1.0, n_pan + 1)
+    if len(kinks):
+        k = jnp.clip(jnp.asarray(kinks, dtype=edges.dtype), lo[..., None], hi[..., None])
+        edges = jnp.sort(jnp.concatenate([edges, k], axis=-1), axis=-1)
+    a, b = edges[..., :-1], edges[..., 1:]
+    h = ((a + b)[..., None] / 2 + (b - a)[..., None] / 2 * _GL8_X).reshape(a.shape[:-1] + (-1,))
+    w = ((b - a)[..., None] / 2 * _GL8_W).reshape(a.shape[:-1] + (-1,))
+    logp = -0.5 * (h - omega[..., None]) ** 2 / v[..., None] - 0.5 * jnp.log(2 * math.pi * v[..., None])
+    return h, w, logp
+
+
+def _entry_noisy(f, sigma2, kinks, n_pan, y, omega, v):
+    """``(log Z_1, g)`` with Gaussian label noise, by the kink-aware rule :func:`_h_rule`."""
+    h, w, logp = _h_rule(omega, v, kinks, n_pan)
+    e = logp - 0.5 * (y[..., None] - f(h)) ** 2 / sigma2 - 0.5 * jnp.log(2 * math.pi * sigma2)
+    top = jnp.max(e, axis=-1, keepdims=True)
+    p = w * jnp.exp(e - top)  # zero-width panels (a kink outside the window) have w = 0
+    Z = jnp.sum(p, axis=-1)
+    logz = top[..., 0] + jnp.log(Z)
+    g = jnp.sum(p * (h - omega[..., None]), axis=-1) / Z / v
     return logz, g
 
 
@@ -323,8 +396,13 @@ def _flat_terms(st: Structure, omega, v):
 def _omega_rule(st: Structure, q_s, v):
     """Composite Gauss-Legendre nodes and weights of ``omega ~ N(0, q_s)``, with panels at scale ``sqrt(v)``
     around every finite end of a flat interval (rows: one per ``(q_s, v)``)."""
+    return _omega_rule_at(np.concatenate([st.flat_a, st.flat_b]), q_s, v)
+
+
+def _omega_rule_at(ends, q_s, v):
+    """:func:`_omega_rule` with local panels around the points ``ends`` (the kinks of ``f``)."""
     q_s, v = np.broadcast_arrays(np.asarray(q_s, float), np.asarray(v, float))
-    ends = np.concatenate([st.flat_a, st.flat_b])
+    ends = np.asarray(ends, float)
     ends = ends[np.isfinite(ends)]
     sq, sv = np.sqrt(q_s).ravel()[:, None], np.sqrt(v).ravel()[:, None]
     pts = [sq * _U_GLOBAL[None, :]]
@@ -369,30 +447,83 @@ def _entry_se_noiseless(st: Structure, q_s, v):
     return I.reshape(shape), L.reshape(shape)
 
 
-@functools.partial(jax.jit, static_argnames=("f", "n_inner", "n_outer", "n_y"))
-def _entry_se_noisy_jit(f, sigma2, n_inner, n_outer, q_s, v, n_y=1024):
-    """``(I, L)`` with label noise: Gauss-Hermite over ``omega``; for each node, ``Z_1(y)`` and its
-    ``omega``-derivative on a grid of ``y`` (trapezoid over ``h``), and ``I = int (dZ_1)^2 / Z_1 dy``,
-    ``L = int Z_1 log Z_1 dy`` by the trapezoidal rule in ``y``."""
-    xo, wo = np.polynomial.hermite_e.hermegauss(n_outer)
-    wo = wo / wo.sum()
-    zmax = 10.0
-    z = jnp.linspace(-zmax, zmax, n_inner)
-    wz = jnp.full(n_inner, 2 * zmax / (n_inner - 1)).at[0].multiply(0.5).at[-1].multiply(0.5)
-    om = jnp.sqrt(q_s) * jnp.asarray(xo)
-    h = om[:, None] + jnp.sqrt(v) * z[None, :]  # (n_outer, n_inner)
+@functools.partial(jax.jit, static_argnames=("f", "kinks", "n_pan", "n_y", "batch"))
+def _entry_se_noisy_jit(f, sigma2, kinks, n_pan, n_y, batch, xo, wo, v):
+    """``(I, L)`` with label noise at the ``omega`` nodes ``xo`` (weights ``wo``): for each node,
+    ``Z_1(y)`` and its ``omega``-derivative on a grid of ``y`` (the rule :func:`_h_rule` over
+    ``h``), then ``I = int (dZ_1)^2 / Z_1 dy`` and ``L = int Z_1 log Z_1 dy`` by the
+    trapezoidal rule in ``y`` (spectrally accurate: the integrands are smooth on the scale
+    ``sigma``, and the grid has at least 4 points a ``sigma``)."""
+    h, w, logp = _h_rule(xo, jnp.full(xo.shape, v), kinks, n_pan)
+    prior = w * jnp.exp(logp)
     fh = f(h)
     sig = jnp.sqrt(sigma2)
-    y = jnp.linspace(jnp.min(fh) - 10 * sig, jnp.max(fh) + 10 * sig, n_y)
-    dy = y[1] - y[0]
-    prior = jnp.exp(log_npdf(z)) * wz  # N(z) dz
-    kern = jnp.exp(-0.5 * (y[None, :, None] - fh[:, None, :]) ** 2 / sigma2) / jnp.sqrt(2 * math.pi * sigma2)
-    Z = jnp.einsum("oyh,h->oy", kern, prior)
-    dZ = jnp.einsum("oyh,h->oy", kern, prior * z) / jnp.sqrt(v)
-    Zs = jnp.maximum(Z, 1e-300)
-    I = jnp.sum(jnp.asarray(wo) * jnp.sum(jnp.where(Z > 1e-300, dZ * dZ / Zs, 0.0), axis=1) * dy)
-    L = jnp.sum(jnp.asarray(wo) * jnp.sum(jnp.where(Z > 1e-300, Z * jnp.log(Zs), 0.0), axis=1) * dy)
-    return I, L
+
+    def one(args):
+        fh_o, pr_o, h_o, om = args
+        # the y where Z_1(y | omega) lives: f over omega +- 10 sqrt(v), widened by 10 sigma
+        y = jnp.linspace(jnp.min(fh_o) - 10 * sig, jnp.max(fh_o) + 10 * sig, n_y)
+        dy = y[1] - y[0]
+        kern = jnp.exp(-0.5 * (y[:, None] - fh_o[None, :]) ** 2 / sigma2) / jnp.sqrt(2 * math.pi * sigma2)
+        Z = kern @ pr_o
+        dZ = kern @ (pr_o * (h_o - om)) / v
+        ok = Z > 1e-300
+        Zs = jnp.where(ok, Z, 1.0)
+        return (jnp.sum(jnp.where(ok, dZ * dZ / Zs, 0.0)) * dy, jnp.sum(jnp.where(ok, Z * jnp.log(Zs), 0.0)) * dy)
+
+    I, L = jax.lax.map(one, (fh, prior, h, xo), batch_size=batch)
+    return jnp.sum(wo * I), jnp.sum(wo * L)
+
+
+@functools.partial(jax.jit, static_argnames=("f", "kinks"))
+def _output_variance(f, kinks, xo, wo, v):
+    """``E_omega Var(f(h) | omega)``, ``h ~ N(omega, v)``, at the ``omega`` nodes ``xo`` (weights ``wo``)."""
+    h, w, logp = _h_rule(xo, jnp.full(xo.shape, v), kinks, 64)
+    p = w * jnp.exp(logp)
+    p = p / jnp.sum(p, axis=-1, keepdims=True)
+    fh = f(h)
+    m1 = jnp.sum(p * fh, axis=-1)
+    return jnp.sum(wo * jnp.maximum(jnp.sum(p * (fh - m1[:, None]) ** 2, axis=-1), 0.0))
+
+
+def _bucket(n, lo, hi):
+    """``n`` rounded up to a power of two in ``[lo, hi]`` (few shapes: few compilations)."""
+    return int(min(max(lo, 2 ** math.ceil(math.log2(max(n, 1)))), hi))
+
+
+def _noisy_point(f, sigma2, kinks, q_s, v, n_pan=None, n_y=None):
+    """``(I, L)`` of one entry with label noise at ``(q_s, v)``, with sizes chosen from ``f``
+    and panel breaks at its ``kinks`` (:func:`kinks`)."""
+    x, w, _ = _omega_rule_at(kinks, q_s, v)
+    x, w = x[0], w[0]
+    keep = w > 1e-20 * w.max()
+    x, w = x[keep], w[keep] / w[keep].sum()
+    pad = -x.size % 128  # a few lengths only: a few compilations
+    x, w = np.concatenate([x, np.zeros(pad)]), np.concatenate([w, np.zeros(pad)])
+    sig, sv = math.sqrt(sigma2), math.sqrt(v)
+    R = float(np.max(np.abs(x))) + _ZMAX * sv
+    grid = np.linspace(-R, R, 4001)
+    fg = np.asarray(f(jnp.asarray(grid)))
+    slope = float(np.max(np.abs(np.diff(fg)) / (grid[1] - grid[0])))
+    # Z_1(y) is the h-rule's sum of Gaussians N(y; f(h_i), sigma^2): a rule with nodes closer
+    # than sigma in f integrates the convolution with error ~ exp(-2 pi^2 (sigma / gap)^2), so
+    # two nodes a width sigma / |f'| in h (four panels of 8 nodes: 1e-13), and the y-integrands,
+    # smooth on the scale sigma, need two trapezoid points a sigma (error ~ exp(-80))
+    if n_pan is None:
+        n_pan = _bucket(2 * (2 * _ZMAX * sv * slope / sig) / 8, 16, 1024)
+    if n_y is None:  # the widest range of f over one window omega +- 10 sqrt(v)
+        win = int(np.ceil(2 * _ZMAX * sv / (grid[1] - grid[0]))) + 1
+        if win >= fg.size:
+            spread = float(fg.max() - fg.min())
+        else:
+            from numpy.lib.stride_tricks import sliding_window_view
+            view = sliding_window_view(fg, win)[:: max(1, win // 8)]
+            spread = float(np.max(view.max(axis=1) - view.min(axis=1)))
+        n_y = _bucket((spread + 20 * sig) / (sig / 2), 128, 1 << 15)
+    n_h = (n_pan + len(kinks)) * 8
+    batch = max(1, int(4e6 // (n_y * n_h)))
+    I, L = _entry_se_noisy_jit(f, sigma2, kinks, n_pan, n_y, batch, jnp.asarray(x), jnp.asarray(w), float(v))
+    return float(I), float(L)
 
 
 # ---------------------------------------------------------------------------
@@ -401,7 +532,7 @@ def _entry_se_noisy_jit(f, sigma2, n_inner, n_outer, q_s, v, n_y=1024):
 
 def make(name: str, summary: str, f_of: Callable, *, label_noise: float = 0.0, uses_beta: bool = False,
          structure_of: Optional[Callable] = None, inverse_of: Optional[Callable] = None,
-         n_inner: int = 801, n_outer: int = 40) -> Channel:
+         nodes: Optional[tuple] = None, score_panels: int = 64) -> Channel:
     """The :class:`Channel` of ``y_ab = f(h_ab)`` (+ label noise), from ``f_of(T, beta) -> f``.
 
     Args:
@@ -414,8 +545,10 @@ def make(name: str, summary: str, f_of: Callable, *, label_noise: float = 0.0, u
             ``beta``); its arrays may be JAX arrays of a traced ``beta``.
         inverse_of: ``inverse_of(T, beta)``, the inverse of ``f`` on its monotone pieces in closed
             form (default: bisection).
-        n_inner: trapezoid nodes of ``Z_1`` with label noise; n_outer: Gauss-Hermite nodes a
-            dimension of the state-evolution integrals with label noise.
+        nodes: with label noise, ``(n_panels, n_y)`` of the state-evolution integrals (default:
+            chosen from ``f`` and the noise at each point, :func:`_noisy_point`).
+        score_panels: with label noise, the Gauss-Legendre panels (8 nodes each) over ``h`` of
+            ``Z_1`` and the score.
     """
     sigma2 = float(label_noise)
 
@@ -424,12 +557,26 @@ def make(name: str, summary: str, f_of: Callable, *, label_noise: float = 0.0, u
     def structure(T, beta=1.0):
         return structure_of(T, beta) if structure_of is not None else analysed(T)
 
+    @functools.lru_cache(maxsize=64)
+    def kinks_at(T, beta):
+        return kinks(_hashable(f_of, T, beta))
+
+    def kinks_of(T, beta):
+        """The kinks of ``f`` (:func:`kinks`) as static floats; none for a traced ``beta`` of a
+        ``beta``-dependent ``f`` (its panels then have no breaks)."""
+        if uses_beta:
+            try:
+                beta = float(beta)
+            except (TypeError, jax.errors.ConcretizationTypeError):
+                return ()
+        return kinks_at(T, float(beta) if uses_beta else 1.0)
+
     def entry(y, omega, Vp, beta):
         T = omega.shape[-1]
         f = f_of(T, beta)
         v = jnp.where(jnp.eye(T, dtype=bool), 2 * Vp, Vp) * jnp.ones_like(omega)
         if sigma2 > 0:
-            return _entry_noisy(f, sigma2, n_inner, y, omega, v)
+            return _entry_noisy(f, sigma2, kinks_of(T, beta), score_panels, y, omega, v)
         inverse = inverse_of(T, beta) if inverse_of is not None else None
         return _entry_noiseless(f, structure(T, beta), y, omega, v, inverse)
 
@@ -449,17 +596,15 @@ def make(name: str, summary: str, f_of: Callable, *, label_noise: float = 0.0, u
     @functools.lru_cache(maxsize=256)
     def noisy_table(T, beta, S):
         """``log(v I)`` and ``L`` along ``q_s + v = S`` (the state evolution's line), in ``z = logit(v/S)``."""
-        f = _hashable(f_of, T, beta)
         frac = 1 / (1 + np.exp(-_Z_TABLE))
-        out = [_entry_se_noisy_jit(f, sigma2, n_inner, n_outer, float(S * (1 - fr)), float(S * fr)) for fr in frac]
+        out = [noisy_point(T, beta, float(S * (1 - fr)), float(S * fr)) for fr in frac]
         vI = np.array([float(o[0]) for o in out]) * S * frac
         L = np.array([float(o[1]) for o in out])
-        return CubicSpline(_Z_TABLE, np.log(vI)), CubicSpline(_Z_TABLE, L)
+        return BarycentricInterpolator(_Z_TABLE, np.log(vI)), BarycentricInterpolator(_Z_TABLE, L)
 
     @functools.lru_cache(maxsize=4096)
     def noisy_point(T, beta, q_s, v):
-        out = _entry_se_noisy_jit(_hashable(f_of, T, beta), sigma2, n_inner, n_outer, q_s, v)
-        return float(out[0]), float(out[1])
+        return _noisy_point(_hashable(f_of, T, beta), sigma2, kinks_at(T, beta), q_s, v, *(nodes or (None, None)))
 
     def entry_se(q_s, v, T, beta, direct=False):
         """``(I, L)`` of one entry; with label noise ``I`` from the table along ``q_s + v = S``
@@ -477,7 +622,7 @@ def make(name: str, summary: str, f_of: Callable, *, label_noise: float = 0.0, u
         for s_ in np.unique(S):
             k = S == s_
             lvi, _ = noisy_table(T, float(beta), float(s_))
-            z = np.clip(np.log(v_[k] / s_) - np.log1p(-np.minimum(v_[k] / s_, 1 - 1e-16)), _Z_TABLE[0], _Z_TABLE[-1])
+            z = np.clip(np.log(v_[k] / s_) - np.log1p(-np.minimum(v_[k] / s_, 1 - 1e-16)), _Z_LO, _Z_HI)
             I[k] = np.exp(lvi(z)) / v_[k]
         return I, np.full(S.shape, np.nan)
 
@@ -498,6 +643,25 @@ def make(name: str, summary: str, f_of: Callable, *, label_noise: float = 0.0, u
         lim = 2 * T * (1 - p_d) + T * (T - 1) * (1 - p_o)  # lim_{V' -> 0} V' q_hat / alpha
         return dof / lim if lim > 0 else None
 
+    def label_error(q, Vp, T, beta, key, n_samples):
+        """Eq. (bo-label): ``E_omega sum_ab Var(f(h_ab) | omega)``, by quadrature (``key`` unused):
+        ``T`` diagonal entries (``omega ~ N(0, 2q)``, ``v = 2V'``) and ``T(T-1)`` off it."""
+        f = _hashable(f_of, T, float(beta))
+        k = kinks_at(T, float(beta))
+        q, Vp = np.broadcast_arrays(np.asarray(q, float), np.asarray(Vp, float))
+        out = np.zeros(q.shape)
+        for idx in np.ndindex(q.shape):
+            if Vp[idx] <= 0:
+                continue
+            tot = 0.0
+            for mult, q_s, v in ((T, 2 * q[idx], 2 * Vp[idx]), (T * (T - 1), q[idx], Vp[idx])):
+                if mult == 0:
+                    continue
+                x, w, _ = _omega_rule_at(k, max(q_s, 1e-300), v)
+                tot += mult * float(_output_variance(f, k, jnp.asarray(x[0]), jnp.asarray(w[0]), v))
+            out[idx] = tot
+        return out
+
     def output(h, beta):
         return f_of(h.shape[-1], beta)(h)
 
@@ -512,7 +676,8 @@ def make(name: str, summary: str, f_of: Callable, *, label_noise: float = 0.0, u
     return Channel(name=name, summary=summary, output=output, score=score, log_partition=log_partition,
                    se_H=lambda q, Vp, T, beta, score: se_both(q, Vp, T, beta)[0],
                    se_ElogZ=lambda q, Vp, T, beta: se_both(q, Vp, T, beta, direct=True)[1],
-                   perfect_recovery=perfect_recovery, sample=sample, uses_beta=uses_beta, label_noise=sigma2,
+                   perfect_recovery=perfect_recovery, label_error=label_error, sample=sample,
+                   uses_beta=uses_beta, label_noise=sigma2,
                    structure=structure if sigma2 == 0 else None)
 
 
@@ -529,33 +694,42 @@ def flat_probability(st: Structure, var) -> float:
 
 
 def elementwise_channel(f: Callable, label_noise: float = 0.0, name: Optional[str] = None, *,
-                        nodes: tuple = (40, 801)) -> Channel:
+                        nodes: Optional[tuple] = None) -> Channel:
     """The channel ``y_ab = f(h_ab) + sqrt(label_noise) xi_ab`` (``xi`` symmetric, one draw an entry ``a <= b``).
 
     Usable wherever a channel is: :func:`aim_tutorial.sample_data`, :func:`aim_tutorial.state_evolution`,
     :func:`aim_tutorial.free_entropy`, :func:`aim_tutorial.gamp_rie`, :func:`aim_tutorial.train_gd`.
 
     Args:
-        f: a JAX-traceable scalar map applied entry by entry (``jnp.tanh``, ``jax.nn.relu``,
-            ``lambda h: jnp.clip(h, -1, 1)``); with ``label_noise = 0`` it must be strictly
-            monotone outside flat intervals, with distinct values on distinct pieces.
+        f: a JAX-traceable scalar map applied entry by entry (``jax.nn.relu``, ``jnp.arcsinh``,
+            ``lambda h: jnp.clip(h, -1, 1)``; with label noise any map, ``jnp.tanh`` or
+            ``h**2``); with ``label_noise = 0`` it must be strictly monotone outside flat
+            intervals, with distinct values on distinct pieces.
         label_noise: variance ``>= 0`` of the Gaussian noise on each free entry of ``y``.
         name: the name shown in tables (default ``"elementwise"``); the channel is not registered.
-        nodes: with label noise, the Gauss-Hermite nodes over ``omega`` and the trapezoid nodes
-            over ``h`` of the state-evolution integrals (measured accuracy of the default: 1e-10
-            relative for a smooth ``f`` in the bulk, 2e-5 at ``V' = q/14``, 1e-3 for a kinked ``f``
-            such as ReLU at small ``V'``).
+        nodes: with label noise, ``(n_panels, n_y)``: the Gauss-Legendre panels (8 nodes each)
+            over ``h`` and the trapezoid points over ``y`` of the state-evolution integrals (the
+            score, a single integral over ``h`` for each sample, uses 64 panels).
+            By default they are chosen at each point from ``f`` and the noise (two nodes a
+            width ``sigma / |f'|`` of the likelihood, two points a ``sigma``), with panel
+            breaks at the kinks of ``f`` (:func:`kinks`) and local panels around them over
+            ``omega``. Measured against a closed form (ReLU, ``T = 2``, ``label_noise = 0.01``,
+            ``V'/q`` from 0.5 to ``7e-5``): relative error below ``4e-12``; the state evolution
+            interpolates a table of them (``5e-10``). A state-evolution point costs about
+            0.1 s, a curve about 15 s.
 
     Returns:
         a :class:`Channel`.
 
     Raises:
-        ValueError: ``label_noise < 0``, or a noiseless ``f`` that does not determine ``h``.
+        ValueError: ``label_noise < 0``, or a noiseless ``f`` that does not determine ``h`` (not
+            one-to-one outside its flat parts, or rounded to a staircase in float64 as ``tanh``
+            is beyond ``|h| = 17``).
         TypeError: ``f`` not callable, or ``name`` not a string.
 
     Example:
         >>> import jax.numpy as jnp, aim_tutorial as aim
-        >>> ch = aim.elementwise_channel(jnp.tanh)          # invertible: the linear channel
+        >>> ch = aim.elementwise_channel(jnp.arcsinh)       # invertible: the linear channel
         >>> a = aim.state_evolution(0.1, 0.5, channel=ch).mmse
         >>> b = aim.state_evolution(0.1, 0.5, channel="linear").mmse
         >>> abs(a - b) < 1e-12
@@ -570,7 +744,9 @@ def elementwise_channel(f: Callable, label_noise: float = 0.0, name: Optional[st
         raise TypeError(f"name must be a string, got {type(name).__name__}")
     st = analyse(f) if label_noise == 0 else None  # a noiseless f that does not determine h fails here
     summary = "y = f(h) entrywise" + (f", label noise {label_noise:g}" if label_noise else "")
-    n_outer = _checks.integer_at_least("nodes[0]", nodes[0], 8)
-    n_inner = _checks.integer_at_least("nodes[1]", nodes[1], 33)
+    if nodes is not None:
+        if not isinstance(nodes, (tuple, list)) or len(nodes) != 2:
+            raise ValueError(f"nodes must be a pair (n_panels, n_y), got {nodes!r}")
+        nodes = (_checks.integer_at_least("nodes[0]", nodes[0], 4), _checks.integer_at_least("nodes[1]", nodes[1], 64))
     return make(name or "elementwise", summary, lambda T, beta: f, label_noise=label_noise,
-                structure_of=(lambda T, beta: st) if st is not None else None, n_inner=n_inner, n_outer=n_outer)
+                structure_of=(lambda T, beta: st) if st is not None else None, nodes=nodes)

@@ -3,14 +3,17 @@
 ``g`` maps one ``(T, T)`` matrix to one ``(T, T)`` matrix and ``xi`` is iid Gaussian on all
 ``T^2`` entries. ``Z_out`` and its score are importance-sampling averages over prior
 draws of ``h`` (:func:`generic_output_score`); the state evolution estimates
-``q_hat / alpha`` with common random numbers
-(:func:`aim_tutorial.state_evolution.generic_state_evolution`). For a ``g`` that acts
-entry by entry, :func:`aim_tutorial.channels.elementwise_channel` is exact and faster.
+``q_hat / alpha`` with common random numbers (:func:`generic_moments`). As a
+:class:`~aim_tutorial.channels.Channel` (:func:`generic_channel`) it runs through every
+algorithm of the package; :func:`aim_tutorial.state_evolution.generic_state_evolution`
+adds Monte Carlo error bars. For a ``g`` that acts entry by entry,
+:func:`aim_tutorial.channels.elementwise_channel` is exact and faster.
 Chapter 4, section "One curve for every temperature and every $T$".
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from functools import partial
 from typing import Callable, NamedTuple
@@ -19,9 +22,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import logsumexp
+from scipy.interpolate import CubicSpline
 
 from .. import _checks
-from .base import frob_sq as _frob_sq, symmetric_gaussian
+from .base import Channel, frob_sq as _frob_sq, symmetric_gaussian
 
 
 # ---------------------------------------------------------------------------
@@ -94,3 +98,137 @@ def _generic_score(g, y, omega, zeta, V, label_noise):
 
     G, lz, ess = jax.vmap(one)(om, yy)
     return GenericScore(G.reshape(batch + (T, T)), lz.reshape(batch), ess.reshape(batch))
+
+
+@partial(jax.jit, static_argnames=("g", "n_batches"))
+def generic_moments(g, z_omega, z_h, z_y, zeta, q, Vp, label_noise, n_batches):
+    """Batch means of ``4 ||Gamma||_F^2`` (``q_hat / alpha``) and of ``log Z_out`` at overlap ``q``.
+
+    ``omega = sqrt(q) z_omega``, ``h = omega + sqrt(Vp) z_h``, ``y = g(h) + sqrt(label_noise) z_y``
+    and the score from the prior draws ``zeta``: the same random numbers at every ``(q, Vp)``
+    (common random numbers), so the estimates are smooth functions of ``q``.
+
+    Returns:
+        ``(fisher, log_z, ess)``: batch means of shape ``(n_batches,)``, and the mean effective
+        sample size of the importance weights.
+    """
+    omega = jnp.sqrt(q) * z_omega
+    h = omega + jnp.sqrt(Vp) * z_h
+    y = jax.vmap(g)(h) + jnp.sqrt(label_noise) * z_y
+    out = _generic_score(g, y, omega, zeta, Vp, label_noise)
+    fisher = 4 * jnp.sum(out.score * out.score, axis=(-1, -2))
+    nb = n_batches
+    return (fisher.reshape(nb, -1).mean(axis=1), out.log_partition.reshape(nb, -1).mean(axis=1),
+            jnp.mean(out.ess))
+
+
+_FRAC = 1 / (1 + np.exp(-np.linspace(-8.0, 4.0, 16)))  # V' / (q + V'): from 3e-4 to 0.98
+
+
+def generic_channel(g: Callable, label_noise: float, name: str = "generic", *, T: int = 2,
+                    n_samples: int = 4096, n_omega: int = 1024, seed: int = 0) -> Channel:
+    """The channel ``y = g(h) + sqrt(label_noise) xi`` of any matrix map ``g``, by Monte Carlo.
+
+    ``xi`` is iid standard Gaussian on all ``T^2`` entries. The score and ``log Z_out`` are
+    importance-sampling averages over ``n_samples`` prior draws (:func:`generic_output_score`),
+    the same draws for every call (seed ``seed``), so the channel is one deterministic
+    function that GAMP-RIE can iterate. The state evolution's ``q_hat / alpha`` and
+    ``E log Z_out`` are Monte Carlo averages over ``n_omega`` draws of ``(omega, h, y)``
+    with the same score (:func:`generic_moments`), with common random numbers, at 16 points
+    of each line ``q + V' = const`` that the solver walks (``V' / (q + V')`` from ``3e-4``
+    to ``0.98``), interpolated in ``log V'`` and clamped beyond. Its Monte Carlo error is
+    not propagated: for error bars use
+    :func:`aim_tutorial.state_evolution.generic_state_evolution`.
+
+    The self-normalised importance sampling underestimates ``q_hat / alpha``: on the linear
+    map with ``label_noise = 0.3`` (``T = 2``, ``rho = 0.5``, 4 seeds) by 6.5 %, 3.0 % and
+    1.6 % (+- 2.2, 1.4, 0.8 %) with 512, 2048 and 8192 prior draws, so the error comes out
+    slightly high; raise ``n_samples`` where that matters.
+
+    Args:
+        g: one ``(T, T)`` matrix to one ``(T, T)`` matrix, JAX-traceable (differentiable for
+            gradient descent); hashable (a module-level function or a ``functools.partial``).
+        label_noise: variance of the noise on ``y``, ``> 0`` (it keeps the importance weights
+            from degenerating).
+        name: the name shown in tables; the channel is not registered.
+        T: the tokens a sequence that the channel accepts, ``2 <= T <= 4`` (beyond, the importance
+            weights of ``n_samples`` draws degenerate).
+        n_samples: prior draws of the score, ``>= 64``; n_omega: draws of the state-evolution
+            averages, ``>= 64``, a multiple of 8.
+        seed: seed of the Monte Carlo draws.
+
+    Returns:
+        a :class:`Channel` (``exact_se = False``).
+
+    Example:
+        >>> import aim_tutorial as aim
+        >>> ch = aim.generic_channel(aim.hardmax, label_noise=0.05, n_samples=512, n_omega=256)
+        >>> float(aim.state_evolution(0.3, 0.5, channel=ch).mmse) > 0
+        True
+
+    Chapter 4, section "One curve for every temperature and every $T$".
+    """
+    if not callable(g):
+        raise TypeError(f"g must be callable (one (T, T) matrix to one (T, T) matrix), got {type(g).__name__}")
+    label_noise = _checks.positive("label_noise", label_noise)
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a string, got {type(name).__name__}")
+    T_ch = _checks.integer_at_least("T", T, 2)
+    if T_ch > 4:
+        raise ValueError(f"T must be in [2, 4] for the generic channel, got {T}")
+    n_samples = _checks.integer_at_least("n_samples", n_samples, 64)
+    n_omega = _checks.integer_at_least("n_omega", n_omega, 64)
+    if n_omega % 8:
+        raise ValueError(f"n_omega must be a multiple of 8, got {n_omega}")
+    seed = _checks.integer_at_least("seed", seed, 0)
+    k_zeta, k1, k2, k3 = jax.random.split(jax.random.key(seed), 4)
+    zeta = symmetric_gaussian(k_zeta, (n_samples, T_ch, T_ch))  # the prior draws of the score
+    draws = (symmetric_gaussian(k1, (n_omega, T_ch, T_ch)), symmetric_gaussian(k2, (n_omega, T_ch, T_ch)),
+             jax.random.normal(k3, (n_omega, T_ch, T_ch)))  # omega, h and the label noise
+
+    def output(h, beta):
+        gv = g
+        for _ in range(h.ndim - 2):
+            gv = jax.vmap(gv)
+        return gv(h)
+
+    def sample(key, h, beta):
+        y = output(h, beta)
+        return y + math.sqrt(label_noise) * jax.random.normal(key, y.shape, dtype=y.dtype)
+
+    def score(y, omega, Vp, beta, score):
+        return _generic_score(g, y, omega, zeta, Vp, label_noise).score
+
+    def log_partition(y, omega, Vp, beta):
+        return _generic_score(g, y, omega, zeta, Vp, label_noise).log_partition
+
+    @functools.lru_cache(maxsize=64)
+    def table(S):
+        H, L = [], []
+        for fr in _FRAC:
+            f, lz, _ = generic_moments(g, *draws, zeta, float(S * (1 - fr)), float(S * fr), label_noise, 8)
+            H.append(float(jnp.mean(f)))
+            L.append(float(jnp.mean(lz)))
+        lv = np.log(S * _FRAC)
+        return CubicSpline(lv, np.log(H)), CubicSpline(lv, np.array(L)), lv[0], lv[-1]
+
+    def along(q, Vp, which):
+        q, Vp = np.broadcast_arrays(np.asarray(q, float), np.asarray(Vp, float))
+        S = np.round(q + Vp, 12)
+        out = np.empty(S.shape)
+        for s_ in np.unique(S):
+            k = S == s_
+            tabs = table(float(s_))
+            lv = np.clip(np.log(Vp[k]), tabs[2], tabs[3])
+            out[k] = np.exp(tabs[0](lv)) if which == "H" else tabs[1](lv)
+        return out
+
+    def check(T, beta, noise, score):
+        if T != T_ch:
+            raise ValueError(f"T must be {T_ch} for this generic channel (made with T={T_ch}), got {T}")
+
+    return Channel(name=name, summary=f"y = g(h) + noise of variance {label_noise:g} (Monte Carlo)",
+                   output=output, score=score, log_partition=log_partition,
+                   se_H=lambda q, Vp, T, beta, score: along(q, Vp, "H"),
+                   se_ElogZ=lambda q, Vp, T, beta: along(q, Vp, "L"),
+                   sample=sample, check=check, exact_se=False, label_noise=label_noise)
