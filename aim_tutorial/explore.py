@@ -12,7 +12,10 @@ carries); in Jupyter or Colab they are ordinary Altair charts.
 Why one table serves all controls (chapter 8, replica predictions): the softmax
 error depends on ``alpha`` and ``T`` only through ``x = alpha (T^2 + T - 2)`` and
 not at all on ``beta``; the linear channel is the same curve at
-``x = alpha (T^2 + T)``. The hardmax channel has its own curves (``T = 2``).
+``x = alpha (T^2 + T)``, and so is the sigmoid channel (an invertible map of ``h``:
+chapter 4). The ReLU channel ``y = max(h, 0)/T`` has its own curve, again one for
+every ``T`` in ``x = alpha (T^2 + T)`` (ReLU is positively homogeneous: chapter 4,
+section on elementwise maps). The hardmax channel has its own curves (``T = 2``).
 
 Chapter 8. Functions:
 
@@ -20,7 +23,8 @@ Chapter 8. Functions:
 * :func:`error_curve`: the curve an explorer draws, computed in Python from the
   same tables (what the browser test compares the page against).
 * :func:`error_curve_explorer`, :func:`phase_explorer`, :func:`hardmax_explorer`:
-  the charts.
+  the charts;
+* :func:`channel_explorer`: the same for any channel, solved when it is built.
 * :func:`show`: display a chart in the book (inline, offline) or a notebook.
 """
 
@@ -35,20 +39,25 @@ from typing import NamedTuple
 
 import numpy as np
 
-CHANNELS = ("softmax", "linear", "hardmax")
+CHANNELS = ("softmax", "linear", "sigmoid", "relu", "hardmax")
 #: The environment variable the book's build sets (``_ext/aim_book.py``): charts
 #: are then written as inline HTML that loads the Vega bundle shipped with the page.
 BOOK_BUILD_ENV = "AIM_BOOK_BUILD"
+PHASE_CHANNELS = ("softmax", "linear", "sigmoid", "relu")
 T_RANGE = (2, 8)
 LOG10_BETA_RANGE = (-2.0, 2.0)
-_TABLE_IDS = {"softmax": 0, "hardmax": 1, "hardmax-published": 2}
+_TABLE_IDS = {"softmax": 0, "hardmax": 1, "hardmax-published": 2, "relu": 3}
+#: the table each channel of the explorers is drawn from
+TABLE_OF = {"softmax": "softmax", "linear": "softmax", "sigmoid": "softmax", "relu": "relu",
+            "hardmax": "hardmax"}
 
 
 class Tables(NamedTuple):
     """The explorer tables (``explore_tables.csv``) as arrays.
 
     ``table`` is 0 (softmax, in ``x = alpha (T^2 + T - 2)``), 1 (hardmax, exact
-    score, ``x = alpha``) or 2 (hardmax, published score, noiseless; ``x = alpha``).
+    score, ``x = alpha``), 2 (hardmax, published score, noiseless; ``x = alpha``) or
+    3 (ReLU, in ``x = alpha (T^2 + T)``).
     """
 
     table: np.ndarray
@@ -94,10 +103,11 @@ def load_tables(path: str | None = None) -> Tables:
 
 
 def samples_per_token_pair(T: int, channel: str) -> int:
-    """``K`` with ``x = alpha K``: ``T^2 + T - 2`` (softmax), ``T^2 + T`` (linear), 1 (hardmax)."""
+    """``K`` with ``x = alpha K``: ``T^2 + T - 2`` (softmax), ``T^2 + T`` (linear, sigmoid,
+    ReLU), 1 (hardmax)."""
     if channel == "softmax":
         return T * T + T - 2
-    if channel == "linear":
+    if channel in ("linear", "sigmoid", "relu"):
         return T * T + T
     if channel == "hardmax":
         return 1
@@ -113,7 +123,8 @@ def error_curve(rho: float, T: int, channel: str, noise: float, tables: Tables |
 
     Returns ``alpha``, ``mmse`` (the tabulated points, rescaled by ``K`` of
     :func:`samples_per_token_pair`), ``alpha_pr`` (the perfect-recovery threshold,
-    noiseless softmax and linear channels only, else ``None``) and, for the
+    noiseless channels other than hardmax, else ``None``: ``x_PR / K`` with
+    ``x_PR = 2 rho - rho^2`` for ``rho <= 1``, and twice that for ReLU) and, for the
     noiseless hardmax channel, ``published`` (``(alpha, mmse)`` with the published score).
     """
     tab = load_tables() if tables is None else tables
@@ -122,10 +133,10 @@ def error_curve(rho: float, T: int, channel: str, noise: float, tables: Tables |
     if channel == "hardmax" and T != 2:
         raise ValueError(f"the hardmax state evolution is tabulated at T = 2 only, got T = {T}")
     K = samples_per_token_pair(T, channel)
-    x, m = tab.curve("hardmax" if channel == "hardmax" else "softmax", rho, noise)
+    x, m = tab.curve(TABLE_OF[channel], rho, noise)
     out = dict(alpha=x / K, mmse=m, alpha_pr=None, published=None)
     if channel != "hardmax" and noise == 0:
-        out["alpha_pr"] = float(_x_pr(rho)) / K
+        out["alpha_pr"] = (2 if channel == "relu" else 1) * float(_x_pr(rho)) / K
     if channel == "hardmax" and noise == 0:
         xp, mp = tab.curve("hardmax-published", rho, 0.0)
         out["published"] = (xp, mp)
@@ -141,21 +152,67 @@ def _alt():
     return alt
 
 
-def _csv(tab: Tables, tables: tuple, noise_only: float | None = None) -> str:
-    """The rows of the chosen tables as compact CSV (5 decimals: 5e-6, far below what is drawn)."""
-    sel = np.isin(tab.table, [_TABLE_IDS[t] for t in tables])
-    if noise_only is not None:
-        sel &= tab.noise == noise_only
-    rows = ["t,rho,noise,x,m"]
-    for t, r, n, x, m in zip(tab.table[sel], tab.rho[sel], tab.noise[sel], tab.x[sel], tab.mmse[sel]):
-        rows.append(f"{t},{r:g},{n:g},{x:.6g},{m:.5f}".replace(".00000", ""))
+def _grid(tab: Tables, t: int):
+    """``(log, x0, step)``: table ``t`` holds every curve on one grid, ``x = x0 + i step`` (or
+    ``10^(x0 + i step)`` when ``log``), so the charts ship the index ``i`` instead of ``x``."""
+    x = np.unique(tab.x[tab.table == t])
+    for log in (False, True):
+        u = np.log10(x) if log else x
+        if log and not np.all(x > 0):
+            continue
+        step = (u[-1] - u[0]) / max(u.size - 1, 1)
+        if np.allclose(u, u[0] + step * np.arange(u.size), rtol=0, atol=1e-6 * max(1.0, np.abs(u).max())):
+            return log, float(u[0]), float(step)
+    raise ValueError(f"table {t} is not on a uniform grid in x or log x")
+
+
+def _csv(tab: Tables, tables: tuple, noise_only: float | None = None, zero_tails: bool = True) -> str:
+    """The rows of the chosen tables as compact CSV: the table, the indices of ``rho``, of the
+    noise and of ``x`` on the table's grid, and the error (5 decimals: 5e-6, far below what is
+    drawn). Without ``zero_tails``, a run of zero errors at the end of a curve keeps only its
+    first and last points (the line between them, and any interpolation, is the same zero)."""
+    ids = [_TABLE_IDS[t] for t in tables]
+    rhos, noises = tab.rhos, tab.noises
+    rows = ["t,r,n,i,m"]
+    for t in ids:
+        log, x0, step = _grid(tab, t)
+        for ri, rho in enumerate(rhos):
+            for ni, noise in enumerate(noises):
+                if noise_only is not None and noise != noise_only:
+                    continue
+                sel = (tab.table == t) & (tab.rho == rho) & (tab.noise == noise)
+                if not sel.any():
+                    continue
+                x, m = tab.x[sel], np.round(tab.mmse[sel], 5)
+                i = np.rint(((np.log10(x) if log else x) - x0) / step).astype(int)
+                keep = np.ones(x.size, bool)
+                if not zero_tails:
+                    zero = m == 0
+                    tail = zero & np.flip(np.cumprod(np.flip(zero))).astype(bool)  # the final run of zeros
+                    if tail.sum() > 2:
+                        keep[np.flatnonzero(tail)[1:-1]] = False
+                rows += [f"{t},{ri},{ni},{k}," + (f"{v:.5f}".rstrip("0").rstrip(".").removeprefix("0") or "0")
+                         for k, v in zip(i[keep], m[keep])]
     return "\n".join(rows)
 
 
-def _data(alt, tab, tables, noise_only=None):
-    return alt.InlineData(values=_csv(tab, tables, noise_only),
+def _decode(tab: Tables, tables: tuple) -> dict:
+    """Vega expressions that turn the compact columns of :func:`_csv` back into ``rho``, ``noise``, ``x``."""
+    x = "0"
+    for t in reversed([_TABLE_IDS[t] for t in tables]):
+        log, x0, step = _grid(tab, t)
+        val = f"pow(10, {x0!r} + datum.i * {step!r})" if log else f"{x0!r} + datum.i * {step!r}"
+        x = f"(datum.t == {t} ? {val} : {x})"
+    return dict(rho=f"{json.dumps(list(tab.rhos))}[datum.r]", noise=f"{json.dumps(list(tab.noises))}[datum.n]",
+                x=x)
+
+
+def _chart(alt, tab, tables, noise_only=None, zero_tails=True):
+    """A chart of the chosen tables, with the columns ``t, rho, noise, x, m`` decoded."""
+    data = alt.InlineData(values=_csv(tab, tables, noise_only, zero_tails),
                           format=alt.CsvDataFormat(type="csv", parse={k: "number" for k in
-                                                                      ("t", "rho", "noise", "x", "m")}))
+                                                                      ("t", "r", "n", "i", "m")}))
+    return alt.Chart(data).transform_calculate(**_decode(tab, tables))
 
 
 def _select(alt, name, options, value, label):
@@ -175,9 +232,10 @@ def error_curve_explorer(tables: Tables | None = None, width: int = 460, height:
     values), ``T`` (2 to 8), ``log10 beta`` (-2 to 2: the curve does not move,
     claim 1 of chapter 8), the plotted range ``[alpha_min, alpha_max]`` and a
     cursor ``alpha`` whose error is read off (linear interpolation between the
-    tabulated points). The dotted rule is ``alpha_PR`` (noiseless softmax and
-    linear); for the noiseless hardmax channel the dashed curve is the one the
-    published score gives.
+    tabulated points). The dotted rule is ``alpha_PR`` (noiseless, every channel
+    but hardmax); for the noiseless hardmax channel the dashed curve is the one the
+    published score gives. The sigmoid channel draws the linear curve (its map is
+    invertible) and says so.
     """
     alt = _alt()
     tab = load_tables() if tables is None else tables
@@ -192,7 +250,8 @@ def error_curve_explorer(tables: Tables | None = None, width: int = 460, height:
         amax=_slider(alt, "alpha_max", 0.02, 10.0, 0.01, 0.3, "α to"),
         acur=_slider(alt, "alpha", 0.0, 10.0, 0.001, 0.1, "cursor α"),
     )
-    K = ("(channel == 'softmax' ? T * T + T - 2 : channel == 'linear' ? T * T + T : 1)")
+    K = "(channel == 'softmax' ? T * T + T - 2 : channel == 'hardmax' ? 1 : T * T + T)"
+    PR = f"(channel == 'relu' ? 2 : 1) * (rho <= 1 ? 2 * rho - rho * rho : 1) / {K}"
     dom = alt.ExprRef("[alpha_min, max(alpha_max, alpha_min + 0.01)]")
     x_enc = alt.X("alpha:Q", title="sample complexity α", scale=alt.Scale(domain=dom, nice=False),
                   axis=alt.Axis(tickCount=8, labelOverlap=True))
@@ -201,9 +260,10 @@ def error_curve_explorer(tables: Tables | None = None, width: int = 460, height:
                       scale=alt.Scale(domain=["state evolution", "published score"],
                                       range=["#1f77b4", "#d62728"]),
                       legend=None)
-    base = (alt.Chart(_data(alt, tab, ("softmax", "hardmax", "hardmax-published")))
+    base = (_chart(alt, tab, ("softmax", "hardmax", "hardmax-published", "relu"), zero_tails=False)
             .transform_filter("datum.rho == rho && datum.noise == noise")
-            .transform_filter("channel == 'hardmax' ? T == 2 && datum.t >= 1 : datum.t == 0")
+            .transform_filter("channel == 'hardmax' ? T == 2 && (datum.t == 1 || datum.t == 2) "
+                              ": datum.t == (channel == 'relu' ? 3 : 0)")
             .transform_calculate(alpha=f"datum.x / {K}",
                                  curve="datum.t == 2 ? 'published score' : 'state evolution'"))
     line = base.mark_line(clip=True, point=False).encode(
@@ -214,11 +274,11 @@ def error_curve_explorer(tables: Tables | None = None, width: int = 460, height:
     # the cursor: linear interpolation between the two tabulated points around alpha
     # (clamped to the tabulated range: the softmax table ends at x = X_MAX, the hardmax
     # one spans [A_MIN, A_MAX])
-    x_max = float(tab.x[tab.table == 0].max())
+    x_max, x_relu = float(tab.x[tab.table == 0].max()), float(tab.x[tab.table == 3].max())
     a_min, a_max = float(tab.x[tab.table == 1].min()), float(tab.x[tab.table == 1].max())
     clamp = (f"channel == 'hardmax' ? clamp(alpha, {a_min}, {a_max} * (1 - 1e-9)) "
-             f": clamp(alpha, 0, {x_max} * (1 - 1e-9) / {K})")
-    cursor = (base.transform_filter("datum.t <= 1")
+             f": clamp(alpha, 0, (channel == 'relu' ? {x_relu} : {x_max}) * (1 - 1e-9) / {K})")
+    cursor = (base.transform_filter("datum.t != 2")
               .transform_calculate(ac=clamp)
               .transform_window(a2="lead(alpha)", m2="lead(m)", sort=[alt.SortField("x")])
               .transform_filter("datum.alpha <= datum.ac && datum.a2 > datum.ac")
@@ -230,17 +290,18 @@ def error_curve_explorer(tables: Tables | None = None, width: int = 460, height:
     dot = dot.properties(name="cursor")
     one = alt.Chart(alt.InlineData(values=[{"z": 0}]))
     pr = (one.transform_filter("noise == 0 && channel != 'hardmax'")
-          .transform_calculate(a_pr=f"(rho <= 1 ? 2 * rho - rho * rho : 1) / {K}")
+          .transform_calculate(a_pr=PR)
           .mark_rule(strokeDash=[2, 2], color="gray", clip=True).encode(x="a_pr:Q"))
     pr = pr.properties(name="alpha_pr")
     readout = (one.transform_calculate(
-        text="channel == 'hardmax' && T != 2 ? 'hardmax: tabulated at T = 2 only' : ''")
+        text="channel == 'hardmax' && T != 2 ? 'hardmax: tabulated at T = 2 only' : "
+             "channel == 'sigmoid' ? 'sigmoid: invertible, the linear curve' : ''")
         .mark_text(align="left", x=8, y=12, fontSize=12, color="#a00").encode(text="text:N")
         .properties(name="note"))
     layered = alt.layer(line, pr, dot, readout).properties(width=width, height=height)
     # the read-out line under the plot: cursor, error, threshold, beta
     text = (cursor.transform_calculate(
-        a_pr=f"noise == 0 && channel != 'hardmax' ? (rho <= 1 ? 2 * rho - rho * rho : 1) / {K} : -1")
+        a_pr=f"noise == 0 && channel != 'hardmax' ? {PR} : -1")
         .transform_calculate(
             text="'α = ' + format(datum.ac, '.3f') + ' · error = ' + format(datum.m_at, '.4f') + "
                  "(datum.a_pr >= 0 ? ' · α_PR = ' + format(datum.a_pr, '.4f') : '') + "
@@ -255,9 +316,9 @@ def error_curve_explorer(tables: Tables | None = None, width: int = 460, height:
 def phase_explorer(tables: Tables | None = None, width: int = 420, height: int = 300):
     """The phase diagram in ``(rho, alpha)`` with a cursor that reads off the error.
 
-    Controls: ``T``, noise ``Delta``, channel (softmax or linear), and the cursor
+    Controls: ``T``, noise ``Delta``, channel (softmax, linear, sigmoid or ReLU), and the cursor
     (``rho`` among the tabulated values, ``alpha`` on a slider). The white line
-    is ``alpha_PR(rho)`` (noiseless). Cells span the midpoints between tabulated
+    is ``alpha_PR(rho)`` (noiseless; twice the softmax-type count for ReLU). Cells span the midpoints between tabulated
     width ratios and sample complexities.
     """
     alt = _alt()
@@ -272,14 +333,15 @@ def phase_explorer(tables: Tables | None = None, width: int = 420, height: int =
     p = dict(
         T=_slider(alt, "T", *T_RANGE, 1, 2, "tokens T"),
         noise=_select(alt, "noise", noises, 0.0, "noise Δ"),
-        channel=_select(alt, "channel", ("softmax", "linear"), "softmax", "channel"),
+        channel=_select(alt, "channel", PHASE_CHANNELS, "softmax", "channel"),
         rc=_select(alt, "cursor_rho", tuple(float(r) for r in rhos), 0.5 if 0.5 in rhos else rhos[0],
                    "cursor ρ"),
         ac=_slider(alt, "cursor_alpha", 0.0, float(x0[-1]) / 4, 0.001, 0.1, "cursor α"),
     )
     K = "(channel == 'softmax' ? T * T + T - 2 : T * T + T)"
-    base = (alt.Chart(_data(alt, tab, ("softmax",)))
-            .transform_filter("datum.noise == noise")
+    x_top = f"(channel == 'relu' ? {float(tab.x[tab.table == 3].max())} : {float(x0[-1])})"
+    base = (_chart(alt, tab, ("softmax", "relu"))
+            .transform_filter("datum.noise == noise && datum.t == (channel == 'relu' ? 3 : 0)")
             .transform_calculate(alpha=f"datum.x / {K}",
                                  a_lo=f"max(0, datum.x - {0.52 * dx}) / {K}",
                                  a_hi=f"(datum.x + {0.52 * dx}) / {K}",
@@ -289,7 +351,7 @@ def phase_explorer(tables: Tables | None = None, width: int = 420, height: int =
         x=alt.X("r_lo:Q", title="width ratio ρ", scale=alt.Scale(domain=[0, float(edges[-1])], nice=False)),
         x2="r_hi:Q",
         y=alt.Y("a_lo:Q", title="sample complexity α",
-                scale=alt.Scale(domain=alt.ExprRef(f"[0, {float(x0[-1])} / {K}]"), nice=False)),
+                scale=alt.Scale(domain=alt.ExprRef(f"[0, {x_top} / {K}]"), nice=False)),
         y2="a_hi:Q",
         color=alt.Color("m:Q", title="error", scale=alt.Scale(scheme="viridis", domain=[0, 1])),
         # each cell outlined in its own colour: no hairlines between cells
@@ -299,10 +361,10 @@ def phase_explorer(tables: Tables | None = None, width: int = 420, height: int =
     grid = np.linspace(float(edges[0]), float(edges[-1]), 241)
     pr_rows = [{"r": float(r), "xpr": float(_x_pr(r))} for r in grid]
     pr = (alt.Chart(alt.InlineData(values=pr_rows)).transform_filter("noise == 0")
-          .transform_calculate(a_pr=f"datum.xpr / {K}")
+          .transform_calculate(a_pr=f"(channel == 'relu' ? 2 : 1) * datum.xpr / {K}")
           .mark_line(color="white", strokeWidth=2).encode(x="r:Q", y="a_pr:Q"))
     cur = (base.transform_filter("datum.rho == cursor_rho")
-           .transform_calculate(ac=f"clamp(cursor_alpha, 0, {float(x0[-1])} * (1 - 1e-9) / {K})")
+           .transform_calculate(ac=f"clamp(cursor_alpha, 0, {x_top} * (1 - 1e-9) / {K})")
            .transform_window(a2="lead(alpha)", m2="lead(m)", sort=[alt.SortField("x")])
            .transform_filter("datum.alpha <= datum.ac && datum.a2 > datum.ac")
            .transform_calculate(m_at="datum.m + (datum.m2 - datum.m) * (datum.ac - datum.alpha)"
@@ -326,7 +388,7 @@ def hardmax_explorer(tables: Tables | None = None, width: int = 460, height: int
     tab = load_tables() if tables is None else tables
     rhos = tab.rhos
     rho = _select(alt, "rho", rhos, 0.5 if 0.5 in rhos else rhos[0], "width ratio ρ")
-    line = (alt.Chart(_data(alt, tab, ("hardmax", "hardmax-published"), noise_only=0.0))
+    line = (_chart(alt, tab, ("hardmax", "hardmax-published"), noise_only=0.0)
             .transform_filter("datum.rho == rho")
             .transform_calculate(curve="datum.t == 2 ? 'published score' : 'exact score'")
             .mark_line().encode(
@@ -339,6 +401,76 @@ def hardmax_explorer(tables: Tables | None = None, width: int = 460, height: int
                 strokeDash=alt.condition("datum.t == 2", alt.value([5, 3]), alt.value([1, 0])),
                 order="x:Q", detail="t:N").properties(name="curve"))
     return line.add_params(rho).properties(width=width, height=height).configure_view(stroke=None)
+
+
+class ChannelCurves(NamedTuple):
+    """The state-evolution errors behind :func:`channel_explorer`.
+
+    ``mmse[i, j, k]`` is the curve over ``alpha`` at ``rhos[i]``, ``Ts[j]``, ``noises[k]``.
+    """
+
+    rhos: tuple
+    Ts: tuple
+    noises: tuple
+    alpha: np.ndarray
+    mmse: np.ndarray
+
+
+def channel_curves(channel, rhos=(0.5,), Ts=(2, 3), noises=(0.0,), alphas=None, beta: float = 1.0) -> ChannelCurves:
+    """The state evolution of ``channel`` on a grid of settings (default ``alphas``: 120 points
+    on ``[0.005, 0.6]``), for :func:`channel_explorer`."""
+    from . import channels as _chs
+    from .state_evolution import state_evolution
+
+    ch = _chs.get(channel)
+    a = np.linspace(0.005, 0.6, 120) if alphas is None else np.asarray(alphas, dtype=float)
+    if a.ndim != 1 or a.size < 2 or np.any(~np.isfinite(a)) or np.any(a < 0):
+        raise ValueError(f"alphas must be a 1-d grid of at least 2 values in [0, inf), got {alphas!r}")
+    rhos, Ts, noises = tuple(float(r) for r in rhos), tuple(int(T) for T in Ts), tuple(float(n) for n in noises)
+    if not (rhos and Ts and noises):
+        raise ValueError("rhos, Ts and noises must each hold at least one value")
+    m = np.array([[[state_evolution(a, r, T=T, channel=ch, beta=beta, noise=nz).mmse for nz in noises]
+                   for T in Ts] for r in rhos])
+    return ChannelCurves(rhos, Ts, noises, a, m)
+
+
+def channel_explorer(channel, rhos=(0.5,), Ts=(2, 3), noises=(0.0,), alphas=None, beta: float = 1.0,
+                     width: int = 460, height: int = 300, curves: ChannelCurves | None = None):
+    """An error explorer for any channel: a registered name or a :class:`~aim_tutorial.channels.Channel`
+    (``aim.elementwise_channel(f)``, ``aim.generic_channel(g, ...)``, your own).
+
+    The state evolution is solved here, once (:func:`channel_curves`), for every ``rho`` in
+    ``rhos``, ``T`` in ``Ts`` and noise in ``noises``; in the page the reader then chooses
+    among them, with no kernel. The curve drawn is the solved one (5 decimals), with a
+    tooltip along it. ``curves``: the result of :func:`channel_curves` for the same
+    arguments, if already solved.
+    """
+    from . import channels as _chs
+
+    alt = _alt()
+    ch = _chs.get(channel)
+    c = channel_curves(ch, rhos, Ts, noises, alphas, beta) if curves is None else curves
+    rows = ["r,T,n,i,m"] + [f"{ri},{T},{ni},{i}," + (f"{v:.5f}".rstrip("0").rstrip(".").removeprefix("0") or "0")
+                            for ri in range(len(c.rhos)) for Ti, T in enumerate(c.Ts) for ni in range(len(c.noises))
+                            for i, v in enumerate(c.mmse[ri, Ti, ni]) if np.isfinite(v)]
+    data = alt.InlineData(values="\n".join(rows),
+                          format=alt.CsvDataFormat(type="csv", parse={k: "number" for k in ("r", "T", "n", "i", "m")}))
+    p = dict(rho=_select(alt, "rho", c.rhos, c.rhos[0], "width ratio ρ"),
+             T=_select(alt, "T", c.Ts, c.Ts[0], "tokens T"),
+             noise=_select(alt, "noise", c.noises, c.noises[0], "noise Δ"))
+    line = (alt.Chart(data)
+            .transform_calculate(rho=f"{json.dumps(list(c.rhos))}[datum.r]",
+                                 noise=f"{json.dumps(list(c.noises))}[datum.n]",
+                                 alpha=f"{json.dumps([float(x) for x in c.alpha])}[datum.i]")
+            .transform_filter("datum.rho == rho && datum.T == T && datum.noise == noise")
+            .mark_line().encode(
+                x=alt.X("alpha:Q", title="sample complexity α"),
+                y=alt.Y("m:Q", title="Bayes-optimal error", scale=alt.Scale(domain=[0, 1.02])),
+                order="alpha:Q",
+                tooltip=[alt.Tooltip("alpha:Q", title="α", format=".4f"),
+                         alt.Tooltip("m:Q", title="error", format=".4f")])
+            .properties(name="curve", title=f"{ch.name}: {ch.summary}"))
+    return line.add_params(*p.values()).properties(width=width, height=height).configure_view(stroke=None)
 
 
 # ---------------------------------------------------------------------------------------------

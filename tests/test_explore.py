@@ -19,6 +19,8 @@ def test_tables_cover_every_control_and_converged():
             x, m = tab.curve("softmax", rho, noise)
             assert x[0] == 0 and m[0] == pytest.approx(1.0) and np.all(np.diff(m) <= 1e-9)
             assert tab.curve("hardmax", rho, noise)[0].size >= 64
+            x, m = tab.curve("relu", rho, noise)
+            assert x[0] == 0 and m[0] == pytest.approx(1.0) and np.all(np.diff(m) <= 1e-9)
         assert tab.curve("hardmax-published", rho)[0].size >= 64
 
 
@@ -31,6 +33,27 @@ def test_tables_are_the_state_evolution():
     a, m = a[::8], m[::8]
     live = aim.state_evolution(a, 1.25, channel="hardmax", score="published").mmse
     assert np.max(np.abs(live - m)) < 1e-4
+    x, m = tab.curve("relu", 0.3, 0.2)
+    x, m = x[::6], m[::6]
+    assert np.max(np.abs(aim.state_evolution(x / 20, 0.3, T=4, channel="relu", noise=0.2).mmse - m)) < 1e-6
+
+
+@pytest.mark.parametrize("rho", [0.3, 0.5, 1.5])
+def test_relu_and_sigmoid_curves_of_the_explorer(rho):
+    """ReLU: its own table, in x = alpha (T^2 + T), with twice the linear threshold; sigmoid:
+    the linear curve (the sigmoid is invertible), at every T, beta and noise."""
+    relu = explore.error_curve(rho, 3, "relu", 0.0)
+    lin = explore.error_curve(rho, 3, "linear", 0.0)
+    assert relu["alpha_pr"] == pytest.approx(2 * lin["alpha_pr"])
+    live = aim.state_evolution(relu["alpha"][::10], rho, T=3, channel="relu").mmse
+    assert np.max(np.abs(live - relu["mmse"][::10])) < 1e-6
+    first_zero = relu["alpha"][np.argmax(relu["mmse"] < 1e-12)]
+    assert abs(first_zero - relu["alpha_pr"]) <= relu["alpha"][1] - relu["alpha"][0] + 1e-12
+    assert abs(relu["alpha_pr"] - aim.perfect_recovery_threshold(rho, 3, channel="relu")) < 1e-9
+    sig = explore.error_curve(rho, 3, "sigmoid", 0.05)
+    a = sig["alpha"][::16]
+    live = aim.state_evolution(a, rho, T=3, channel="sigmoid", beta=4.0, noise=0.05).mmse
+    assert np.max(np.abs(live - sig["mmse"][::16])) < 1e-6
 
 
 def test_error_curve_rescales_by_the_channel():
@@ -46,7 +69,7 @@ def test_error_curve_rescales_by_the_channel():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(rho=0.5, T=2, channel="relu", noise=0.0), "channel must be one of"),
+    (dict(rho=0.5, T=2, channel="tanh", noise=0.0), "channel must be one of"),
     (dict(rho=0.5, T=3, channel="hardmax", noise=0.0), "T = 2 only"),
 ])
 def test_error_curve_rejects_what_the_tables_do_not_hold(kwargs, match):
@@ -87,3 +110,25 @@ def test_show_writes_inline_html_only_in_the_book_build(monkeypatch):
     assert html.startswith('<div class="aim-vega" id="explorer-x"></div>')
     assert 'vegaEmbed("#explorer-x"' in html and "</script>" in html and "http" not in html.split("spec")[0]
     assert "https://" not in html.replace("https://vega.github.io/schema", "")
+
+
+def test_channel_explorer_draws_the_state_evolution_of_any_channel():
+    import jax.numpy as jnp
+
+    ch = aim.elementwise_channel(lambda h: jnp.clip(h, -0.5, 1.0), name="clip")
+    a = np.linspace(0.01, 0.5, 12)
+    c = explore.channel_curves(ch, rhos=(0.5, 1.0), Ts=(2,), noises=(0.0, 0.2), alphas=a)
+    assert c.mmse.shape == (2, 1, 2, a.size)
+    np.testing.assert_allclose(c.mmse[1, 0, 1], aim.state_evolution(a, 1.0, T=2, channel=ch, noise=0.2).mmse)
+    spec = explore.channel_explorer(ch, rhos=(0.5, 1.0), Ts=(2,), noises=(0.0, 0.2), alphas=a,
+                                    curves=c).to_dict()
+    rows = spec["datasets"][spec["data"]["name"]].splitlines()
+    assert rows[0] == "r,T,n,i,m" and len(rows) == 1 + c.mmse.size
+    r, T, n, i, m = rows[1 + 3 * a.size + 5].split(",")       # rho = 1.0, noise = 0.2, alpha[5]
+    assert (int(r), int(T), int(n), int(i)) == (1, 2, 1, 5)
+    assert abs(float(m) - c.mmse[1, 0, 1, 5]) <= 5e-6
+    assert {p["name"] for p in spec["params"]} == {"rho", "T", "noise"}
+    with pytest.raises(ValueError, match="alphas must be"):
+        explore.channel_curves(ch, alphas=[0.1])
+    with pytest.raises(ValueError, match="channel must be one of"):
+        explore.channel_curves("nope")

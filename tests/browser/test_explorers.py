@@ -81,8 +81,11 @@ class ExplorerPage:
         self.page.on("response", self._count)
         self.page.goto(f"{base}/{path}", wait_until="load")
         n = len(VIEWS[path])
+        # every chart of the page drawn (the views of VIEWS and any other, as chapter 8's own-channel one)
         self.page.wait_for_function(
-            f"window.aimViews && Object.keys(window.aimViews).length === {n}", timeout=30_000)
+            f"window.aimViews && Object.keys(window.aimViews).length >= {n} && "
+            "Object.keys(window.aimViews).length === document.querySelectorAll('.aim-vega').length",
+            timeout=30_000)
 
     def _count(self, response):
         try:
@@ -195,7 +198,9 @@ def test_every_control_of_the_error_explorer_moves_the_drawing(open_page):
 
 SETTINGS = [dict(rho=0.5, T=3, channel="softmax", noise=0.05, alpha=0.021),
             dict(rho=1.5, T=2, channel="linear", noise=0.0, alpha=0.07),
-            dict(rho=0.2, T=2, channel="hardmax", noise=0.2, alpha=0.5)]
+            dict(rho=0.2, T=2, channel="hardmax", noise=0.2, alpha=0.5),
+            dict(rho=0.5, T=3, channel="relu", noise=0.0, alpha=0.09),
+            dict(rho=0.75, T=4, channel="sigmoid", noise=0.05, alpha=0.02)]
 
 
 @pytest.mark.parametrize("st", SETTINGS, ids=lambda s: s["channel"])
@@ -209,23 +214,24 @@ def test_drawn_curve_is_the_state_evolution(open_page, st):
     alpha, drawn = np.array(pts).T
     assert alpha.size >= 60, f"only {alpha.size} points drawn"
     live = aim.state_evolution(alpha, st["rho"], T=st["T"], channel=st["channel"],
-                               noise=st["noise"]).mmse
+                               noise=st["noise"], beta=2.0).mmse
     gap = float(np.max(np.abs(drawn - live)))
     assert gap < TOL_DRAWN, (st, gap)
     # the cursor and its read-out
     (cur,) = [m["datum"] for m in page.marks(view, "cursor")]
     assert abs(cur["alpha_at"] - st["alpha"]) < 1e-12
     at = float(aim.state_evolution(st["alpha"], st["rho"], T=st["T"], channel=st["channel"],
-                                   noise=st["noise"]).mmse)
+                                   noise=st["noise"], beta=2.0).mmse)
     assert abs(cur["m_at"] - at) < TOL_INTERP, (st, cur["m_at"], at)
     (text,) = [m["text"] for m in page.marks(view, "readout")]
     assert f"error = {cur['m_at']:.4f}" in text
     if st["channel"] != "hardmax" and st["noise"] == 0:
-        K = st["T"] ** 2 + st["T"] - (2 if st["channel"] == "softmax" else 0)
-        a_pr = aim.alpha_perfect_recovery(st["rho"], 2) * 4 / K   # x_PR(rho) / K
+        a_pr = aim.perfect_recovery_threshold(st["rho"], st["T"], channel=st["channel"])
         (rule,) = [m["datum"] for m in page.marks(view, "alpha_pr")]
         assert abs(rule["a_pr"] - a_pr) < 1e-12
         assert f"α_PR = {a_pr:.4f}" in text
+    (note,) = [m["text"] for m in page.marks(view, "note")]
+    assert ("linear curve" in note) == (st["channel"] == "sigmoid")
 
 
 def test_published_hardmax_curve_is_overlaid(open_page):
@@ -249,7 +255,7 @@ def test_published_hardmax_curve_is_overlaid(open_page):
 
 
 PHASE_MOVES = [("T", 3, ("heat", "cursor")), ("noise", 0.5, ("heat", "cursor")),
-               ("channel", "linear", ("heat", "cursor")), ("cursor_rho", 1.0, ("cursor", "readout")),
+               ("channel", "relu", ("heat", "cursor")), ("cursor_rho", 1.0, ("cursor", "readout")),
                ("cursor_alpha", 0.2, ("cursor", "readout"))]
 
 
@@ -258,11 +264,13 @@ def test_every_control_of_the_phase_explorer_moves_the_drawing(open_page):
     view = "explorer-phase"
     _move_each_control(page, view, PHASE_MOVES, ("heat", "cursor", "readout"))
     # the cursor reads off the state evolution
-    for rho, alpha, T, noise in ((0.3, 0.04, 2, 0.0), (1.25, 0.02, 3, 0.05)):
-        for name, value in (("T", T), ("noise", noise), ("cursor_rho", rho), ("cursor_alpha", alpha)):
+    for rho, alpha, T, noise, channel in ((0.3, 0.04, 2, 0.0, "softmax"), (1.25, 0.02, 3, 0.05, "softmax"),
+                                          (0.5, 0.1, 2, 0.0, "relu"), (0.75, 0.03, 3, 0.2, "relu")):
+        for name, value in (("T", T), ("noise", noise), ("channel", channel), ("cursor_rho", rho),
+                            ("cursor_alpha", alpha)):
             page.set(view, name, value)
         (cur,) = [m["datum"] for m in page.marks(view, "cursor")]
-        live = float(aim.state_evolution(alpha, rho, T=T, noise=noise).mmse)
+        live = float(aim.state_evolution(alpha, rho, T=T, noise=noise, channel=channel).mmse)
         assert abs(cur["m_at"] - live) < TOL_INTERP, (rho, alpha, T, cur["m_at"], live)
         (text,) = [m["text"] for m in page.marks(view, "readout")]
         assert f"error = {cur['m_at']:.4f}" in text
@@ -301,4 +309,23 @@ def test_controls_clamp_to_the_tables(open_page):
             for bad, edge in ((hi * 10 + 5, hi), (lo - 10, lo)):
                 got = page.set(view, name, bad)
                 assert float(got["shown"]) == edge and float(got["signal"]) == edge, (view, name, got)
+    assert not page.errors
+
+
+def test_explorer_of_a_user_channel(open_page):
+    """Chapter 8, "Your own channel": the clip map's curves, solved when the page was built."""
+    import jax.numpy as jnp
+
+    page = open_page(EXPLORE)
+    view = "explorer-clip"
+    ch = aim.elementwise_channel(lambda h: jnp.clip(h, -0.5, 1.0), name="clip")
+    drawn_at = {}
+    for noise in (0.2, 0.0):
+        page.set(view, "noise", noise)
+        a, drawn = np.array(sorted((d["alpha"], d["m"]) for d in _curve(page, view))).T
+        assert a.size == 60
+        live = aim.state_evolution(a[::6], 0.5, T=2, channel=ch, noise=noise).mmse
+        assert float(np.max(np.abs(drawn[::6] - live))) < TOL_DRAWN, noise
+        drawn_at[noise] = drawn
+    assert np.all(drawn_at[0.2] > drawn_at[0.0])
     assert not page.errors
