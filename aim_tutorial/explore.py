@@ -152,6 +152,11 @@ def _alt():
     return alt
 
 
+def _short(v: float) -> str:
+    """An error in ``[0, 1]`` to 5 decimals, in as few characters as CSV allows (``.12``, ``0``, ``1``)."""
+    return f"{v:.5f}".rstrip("0").rstrip(".").removeprefix("0") or "0"
+
+
 def _grid(tab: Tables, t: int):
     """``(log, x0, step)``: table ``t`` holds every curve on one grid, ``x = x0 + i step`` (or
     ``10^(x0 + i step)`` when ``log``), so the charts ship the index ``i`` instead of ``x``."""
@@ -191,8 +196,7 @@ def _csv(tab: Tables, tables: tuple, noise_only: float | None = None, zero_tails
                     tail = zero & np.flip(np.cumprod(np.flip(zero))).astype(bool)  # the final run of zeros
                     if tail.sum() > 2:
                         keep[np.flatnonzero(tail)[1:-1]] = False
-                rows += [f"{t},{ri},{ni},{k}," + (f"{v:.5f}".rstrip("0").rstrip(".").removeprefix("0") or "0")
-                         for k, v in zip(i[keep], m[keep])]
+                rows += [f"{t},{ri},{ni},{k},{_short(v)}" for k, v in zip(i[keep], m[keep])]
     return "\n".join(rows)
 
 
@@ -450,7 +454,7 @@ def channel_explorer(channel, rhos=(0.5,), Ts=(2, 3), noises=(0.0,), alphas=None
     alt = _alt()
     ch = _chs.get(channel)
     c = channel_curves(ch, rhos, Ts, noises, alphas, beta) if curves is None else curves
-    rows = ["r,T,n,i,m"] + [f"{ri},{T},{ni},{i}," + (f"{v:.5f}".rstrip("0").rstrip(".").removeprefix("0") or "0")
+    rows = ["r,T,n,i,m"] + [f"{ri},{T},{ni},{i},{_short(v)}"
                             for ri in range(len(c.rhos)) for Ti, T in enumerate(c.Ts) for ni in range(len(c.noises))
                             for i, v in enumerate(c.mmse[ri, Ti, ni]) if np.isfinite(v)]
     data = alt.InlineData(values="\n".join(rows),
