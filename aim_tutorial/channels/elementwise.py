@@ -52,6 +52,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import log_ndtr, logsumexp
+from numpy.lib.stride_tricks import sliding_window_view
 from scipy import special as sps
 from scipy.interpolate import BarycentricInterpolator
 
@@ -516,7 +517,6 @@ def _noisy_point(f, sigma2, kinks, q_s, v, n_pan=None, n_y=None):
         if win >= fg.size:
             spread = float(fg.max() - fg.min())
         else:
-            from numpy.lib.stride_tricks import sliding_window_view
             view = sliding_window_view(fg, win)[:: max(1, win // 8)]
             spread = float(np.max(view.max(axis=1) - view.min(axis=1)))
         n_y = _bucket((spread + 20 * sig) / (sig / 2), 128, 1 << 15)
