@@ -268,8 +268,8 @@ def free_entropy(alpha, q, q_hat, rho, T: int = 2, channel="softmax", noise: flo
     ch = _validate(rho, T, channel, beta, noise, "exact")
     tab = _denoising_table(float(rho))
     qh = np.asarray(q_hat, dtype=float)
-    out = -np.asarray(q) * qh / 4 + _psi(tab, qh) + np.asarray(alpha) * _ElogZ(np.asarray(q, float), rho, ch, T,
-                                                                              beta, noise)
+    psi = np.where(qh > 0, _psi(tab, np.maximum(qh, 1e-300)), 0.0)  # psi_rho(0) = 0
+    out = -np.asarray(q) * qh / 4 + psi + np.asarray(alpha) * _ElogZ(np.asarray(q, float), rho, ch, T, beta, noise)
     return float(out) if np.ndim(out) == 0 else out
 
 

@@ -58,6 +58,7 @@ def test_published_softmax_curves_away_from_alpha_pr():
         assert np.all(r.mmse <= m + 1e-5)  # their stopping rule biases upwards
 
 
+@pytest.mark.slow
 def test_alpha_perfect_recovery():
     assert aim.alpha_perfect_recovery(0.5, 2) == 0.1875
     assert aim.alpha_perfect_recovery(2.0, 3) == 0.1
@@ -159,6 +160,7 @@ def test_hardmax_table_joins_and_large_alpha_rate():
     assert slope == pytest.approx(-2, abs=0.1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("alpha", [1.0, 3.0])
 def test_hardmax_q_hat_against_brute_force_monte_carlo(key, alpha):
     rho = 0.5
@@ -211,6 +213,7 @@ def test_hardmax_moment_is_derivative_of_expected_log_partition():
 # --------------------------------------------------------------------------- label space
 
 
+@pytest.mark.slow
 def test_label_space_error_hardmax_and_softmax(key):
     rho = 0.5
     # q = 0: every row is a fair coin for hardmax: error 2 x (1/2) = 1; at alpha = 0, q = rho already
@@ -249,6 +252,7 @@ def test_generic_channel_matches_linear_with_noise(key):
     assert np.all(r.mmse_std < 0.03)
 
 
+@pytest.mark.slow
 def test_generic_channel_object_runs_the_state_evolution_of_the_linear_channel():
     """aim.generic_channel: y = h + noise on every entry is the linear channel with noise on h.
 
@@ -289,3 +293,134 @@ def test_invalid_alpha_perfect_recovery():
         aim.alpha_perfect_recovery(0.0, 2)
     with pytest.raises(ValueError):
         aim.alpha_perfect_recovery(0.5, 1)
+
+
+# --------------------------------------------------------------------------- checks that a mutant survived
+# (issue: tests that prove they can fail). Each test names the slip it is built to catch.
+
+
+def _brute_label_error(key, q, rho, T, channel, beta, noise, n_omega=2000, n_inner=256):
+    """``E_omega sum_ab Var(y_ab | omega)`` from the generative model, with its standard error.
+
+    ``h = omega + sqrt(Q0 - q) zeta + noise on h`` with the sampler's own noise
+    (:func:`aim.symmetric_noise`, drawn, not passed in as a variance), ``y = g(h)``."""
+    k1, k2, k3 = jax.random.split(key, 3)
+    omega = math.sqrt(q) * ch.symmetric_gaussian(k1, (n_omega, 1, T, T))
+    h = omega + math.sqrt(1 + rho - q) * ch.symmetric_gaussian(k2, (n_omega, n_inner, T, T))
+    if noise > 0:
+        h = h + aim.symmetric_noise(k3, h.shape, noise)
+    y = np.asarray(aim.apply_channel(h, channel, beta))
+    per = np.sum(np.var(y, axis=1, ddof=1), axis=(-1, -2))  # unbiased within each omega
+    return per.mean(), per.std(ddof=1) / math.sqrt(n_omega)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("channel,T,beta,noise", [
+    ("linear", 2, 1.0, 0.5), ("linear", 3, 1.0, 0.5), ("softmax", 2, 1.0, 0.5), ("softmax", 2, 3.0, 0.0),
+    ("softmax", 3, 1.0, 0.5), ("hardmax", 2, 1.0, 0.5), ("relu", 2, 1.0, 0.5), ("sigmoid", 2, 2.0, 0.5)])
+def test_label_space_error_against_the_generative_model(key, channel, T, beta, noise):
+    """Catches a wrong variance of the noise on h (``noise`` for ``noise/2``: 0.228 -> 0.272 softmax,
+    5.03 -> 6.53 linear at these settings), in every channel that has an output error."""
+    rho, q = 0.5, 0.8
+    brute, err = _brute_label_error(key, q, rho, T, channel, beta, noise)
+    kw = {}
+    if channel == "softmax" and T > 2:  # Monte Carlo itself: its spread over 4 keys enters the tolerance
+        vals = [aim.label_space_error(q, rho, T, channel, beta, noise, key=k, n_samples=256_000)
+                for k in jax.random.split(jax.random.fold_in(key, 1), 4)]
+        got, err_fn = float(np.mean(vals)), float(np.std(vals, ddof=1) / 2)
+    else:
+        got, err_fn = aim.label_space_error(q, rho, T, channel, beta, noise, **kw), 0.0
+    s = math.hypot(err, err_fn)
+    assert abs(got - brute) < 4 * s, (got, brute, s)
+    assert s < 0.02 * brute  # sharp enough to see a 20 % slip
+
+
+@pytest.mark.slow
+def test_se_phi_is_the_free_entropy_at_the_fixed_point():
+    """``SEResult.phi`` (what the solver compares between roots) equals :func:`aim.free_entropy` at
+    the returned ``(q, q_hat)``: catches a slip in either (a flipped ``-q q_hat / 4``: 0.037 -> 0.602)."""
+    cases = [("softmax", 2, 0.1, 0.5, 0.0), ("softmax", 3, 0.05, 1.5, 0.3), ("linear", 2, 0.08, 0.5, 0.2),
+             ("hardmax", 2, 0.7, 0.5, 0.0), ("hardmax", 2, 0.3, 0.5, 0.4), ("relu", 2, 0.1, 0.5, 0.0)]
+    for channel, T, alpha, rho, noise in cases:
+        r = aim.state_evolution(alpha, rho, T, channel, noise=noise)
+        ref = aim.free_entropy(alpha, r.q, r.q_hat, rho, T, channel, noise=noise)
+        assert r.phi == pytest.approx(ref, rel=1e-12, abs=1e-12), (channel, r.phi, ref)
+
+
+def test_dphi_dalpha_is_expected_log_partition():
+    """Along the fixed point, ``d Phi / d alpha = E log Z_out(q*)`` (the envelope theorem: the
+    stationarity conditions cancel the implicit terms). Finite differences of ``SEResult.phi``
+    against ``E log Z_out`` read as ``Phi(1, q, 0) - Phi(0, q, 0)``."""
+    cases = [("softmax", 2, 0.1, 0.5, 0.0), ("linear", 3, 0.05, 0.5, 0.3), ("hardmax", 2, 0.6, 0.5, 0.0)]
+    for channel, T, alpha, rho, noise in cases:
+        h = 1e-4 * alpha
+        ph = aim.state_evolution(np.array([alpha - h, alpha + h]), rho, T, channel, noise=noise).phi
+        q = aim.state_evolution(alpha, rho, T, channel, noise=noise).q
+        elogz = (aim.free_entropy(1.0, q, 0.0, rho, T, channel, noise=noise)
+                 - aim.free_entropy(0.0, q, 0.0, rho, T, channel, noise=noise))
+        # interpolated tables: the stationarity holds to ~1e-5 relative (test above)
+        assert (ph[1] - ph[0]) / (2 * h) == pytest.approx(elogz, rel=1e-4, abs=1e-6), channel
+
+
+# A synthetic channel with two stable fixed points: H(q) = q_hat/alpha jumps up near q0.
+_A, _B, _Q0J, _W = 1.0, 60.0, 1.2, 0.02
+
+
+def _bistable_H(q, Vp, T, beta, score):
+    q = np.asarray(q, dtype=float)
+    return _A + _B / (1 + np.exp(-(q - _Q0J) / _W))
+
+
+def _bistable_ElogZ(q, Vp, T, beta):
+    # H = 4 dE/dq (stationarity in q of eq. (rep-phi)), so E = (A q + B W softplus((q - q0)/W)) / 4
+    q = np.asarray(q, dtype=float)
+    return (_A * q + _B * _W * np.logaddexp(0.0, (q - _Q0J) / _W)) / 4
+
+
+def _unused(*args):
+    raise AssertionError("the state evolution only needs se_H and se_ElogZ")
+
+
+BISTABLE = ch.Channel(name="bistable-test", summary="synthetic H with a first-order transition",
+                      output=_unused, score=_unused, log_partition=_unused,
+                      se_H=_bistable_H, se_ElogZ=_bistable_ElogZ)
+
+
+@pytest.mark.slow
+def test_root_choice_between_two_fixed_points():
+    """With three roots (two stable, one unstable) the solver keeps the one of largest free
+    entropy, and the error jumps where the two free entropies cross (a first-order transition).
+    The roots and their free entropies are found here independently, on a dense grid in ``m``."""
+    rho = 0.5
+    Q0 = 1 + rho
+    alphas = np.geomspace(0.003, 3.0, 60)
+    r = aim.state_evolution(alphas, rho, channel=BISTABLE)
+    assert np.all(r.converged)
+    # Delta(m), the inverse of mmse_rho, interpolated in log-log (relative error ~ 4e-5)
+    deltas = np.geomspace(1e-6, 1e3, 1201)
+    mm_grid = np.asarray(aim.mmse_denoising(deltas, rho))
+    m = np.geomspace(mm_grid[0], mm_grid[-1], 200_001)
+    D = np.exp(np.interp(np.log(m), np.log(mm_grid), np.log(deltas)))
+    HD = _bistable_H(Q0 - m, None, 2, 1.0, "exact") * D
+    seen = {}
+    for a, mm, nfp, phi in zip(alphas, r.mmse, r.n_fixed_points, r.phi):
+        F = a * HD - 1
+        idx = np.nonzero(np.sign(F[:-1]) != np.sign(F[1:]))[0]
+        roots = m[idx]
+        if nfp != len(idx):
+            # the solver scans m on a grid of step 0.1 in logit(m): near a spinodal it can miss the
+            # two roots being born, closer than that step (and of lower free entropy there)
+            z = np.log(roots / (1 - roots))
+            assert nfp == len(idx) - 2 and np.min(np.diff(np.sort(z))) < 0.1, (a, nfp, roots)
+        qr = Q0 - roots
+        qhr = a * _bistable_H(qr, None, 2, 1.0, "exact")
+        phis = aim.free_entropy(a, qr, qhr, rho, channel=BISTABLE)
+        best = roots[np.argmax(phis)]
+        assert mm == pytest.approx(best, rel=1e-3), a
+        assert phi == pytest.approx(np.max(phis), rel=1e-4, abs=1e-6), a
+        seen[len(idx)] = seen.get(len(idx), 0) + 1
+        if len(idx) == 3:  # the other stable root is a real competitor, not a rounding twin
+            assert np.ptp(roots) > 0.1
+    assert seen.get(1, 0) >= 5 and seen.get(3, 0) >= 5, seen  # one root, then three, then one
+    # the transition: the error jumps (by more than 0.1) between two neighbouring alphas
+    assert np.max(-np.diff(r.mmse)) > 0.1
