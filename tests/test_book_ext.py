@@ -4,6 +4,7 @@ import importlib.util
 from pathlib import Path
 
 import nbformat
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -15,6 +16,7 @@ def _load_ext():
     return module
 
 
+@pytest.mark.slow
 def test_merge_streams_leaves_the_executed_notebook_alone():
     """A print the kernel sent as two messages renders as one box; the notebook keeps both."""
     ext = _load_ext()

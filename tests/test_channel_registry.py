@@ -68,6 +68,7 @@ def test_registry_names_and_errors():
         aim.train_gd(jax.random.key(0), np.zeros((4, 2, 3)), np.zeros((4, 2, 2)), 0.5, channel="hardmax")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CHANNELS)
 def test_score_is_the_gradient_of_log_partition(key, name):
     ch = _channel(name)
@@ -128,6 +129,7 @@ def _moments(ch, key, T, q, Vp, beta, n=40_000):
     return sq, der
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CHANNELS)
 def test_nishimori_and_sampler_agree_with_state_evolution(key, name):
     ch = _channel(name)
@@ -144,6 +146,7 @@ def test_nishimori_and_sampler_agree_with_state_evolution(key, name):
     assert abs(sq.mean() - H) < se_h, f"{name}: sampler + score {sq.mean()} vs state evolution {H} (4 s.e. {se_h})"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CHANNELS)
 def test_free_entropy_stationarity(name):
     ch = _channel(name)
@@ -169,6 +172,7 @@ def test_free_entropy_stationarity(name):
         assert dE == pytest.approx(H4, rel=rtol), f"{name} at q = {q}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CHANNELS)
 def test_every_algorithm_runs(key, name):
     """The sampler, the state evolution, the free entropy, GAMP-RIE and (if differentiable) gradient descent."""

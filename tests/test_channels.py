@@ -87,6 +87,7 @@ def test_softmax_tiny_probabilities_and_noise(key):
                                atol=1e-8)
 
 
+@pytest.mark.slow
 def test_log_phi2_against_scipy_and_tails():
     for c in (1 / 3, -1 / 3):
         for k1, k2 in [(0.0, 0.0), (1.2, -0.7), (-2.5, -1.5), (3.0, 0.5)]:
@@ -103,6 +104,7 @@ def test_log_phi2_against_scipy_and_tails():
     assert np.isfinite(v) and v < float(jax.scipy.special.log_ndtr(-50.0) + jax.scipy.special.log_ndtr(-60.0))
 
 
+@pytest.mark.slow
 def test_hardmax_exact_score_is_finite_difference_of_log_partition(key):
     omega, h = _sample(key, 400, 2, 1.5, 0.2)
     y = aim.hardmax(h)
@@ -133,6 +135,7 @@ def test_hardmax_score_finite_in_extreme_tails(key):
     assert bool(jnp.all(jnp.isfinite(G)))
 
 
+@pytest.mark.slow
 def test_nishimori_identity_exact_vs_published(key):
     """E[g g] = -E[dg/domega] on the Nishimori line: holds for the score, fails for the published one."""
     q, V, n = 0.5, 0.6, 100_000
@@ -198,6 +201,7 @@ def test_hardmax_needs_T2():
         aim.output_score("hardmax", np.eye(3), np.zeros((3, 3)), 1.0)
 
 
+@pytest.mark.slow
 def test_nishimori_identity_exactly_at_every_omega(key):
     """Summing over the four hardmax outputs: sum_y Z_out (g^2 + dg/domega) = 0 at every omega (no sampling)."""
     omega = 1.2 * ch.symmetric_gaussian(key, (500, 2, 2))

@@ -27,6 +27,7 @@ def test_aim_form_equals_literal_and_traceable_output(key, c):
     np.testing.assert_allclose(aim.deep_attention_literal(X, Ss, 1.3, c), y_aim, atol=1e-11)
 
 
+@pytest.mark.slow
 def test_gradients_of_literal_and_aim_forms_agree(key):
     # d y / d S_l through the literal recursion on tokens equals the derivative through h^l(S_l):
     # the two are the same function of (S_1, S_2), so the gradients agree to rounding (1e-10).
@@ -54,6 +55,7 @@ def test_gradients_of_literal_and_aim_forms_agree(key):
     assert abs(float(fd) - float(jnp.sum(g_aim[0] * E))) < 1e-7
 
 
+@pytest.mark.slow
 def test_output_depends_on_tokens_only_through_indices(key):
     # Move every token along a direction v in ker S_1 ∩ ker S_2 (dimension d - r_1 - r_2 > 0):
     # h^1, h^2 do not change, hence neither does y, while X does.
@@ -73,6 +75,7 @@ def test_output_depends_on_tokens_only_through_indices(key):
     np.testing.assert_allclose(y1, y2, atol=1e-10)
 
 
+@pytest.mark.slow
 def test_observed_maps_give_each_layer_up_to_a_constant(key):
     k1, k2 = jax.random.split(key)
     Ss = _teachers(k1, 20, [0.5, 0.5, 0.5])
@@ -93,6 +96,7 @@ def test_observed_maps_give_each_layer_up_to_a_constant(key):
 # --------------------------------------------------------------------------- exact moments
 
 
+@pytest.mark.slow
 def test_index_covariance_exact_at_finite_d(key):
     # Cov(h^l_ab, h^m_ab) = Q_lm C_ab with Q_lm = Tr(S_l S_m)/d of THESE teachers, at d = 20.
     # 60000 samples: standard error of a covariance entry ~ sqrt(2/n) * 3 ~ 0.02; tolerance 0.08.
@@ -108,6 +112,7 @@ def test_index_covariance_exact_at_finite_d(key):
     assert np.abs(v.mean(0)).max() < 0.05
 
 
+@pytest.mark.slow
 def test_cross_overlap_mean_is_exact(key):
     # E Tr(S_1 S_2)/d = sqrt(r_1 r_2)/d exactly (independent teachers); E Tr S^2/d = (d + r + 1)/d.
     # 200 pairs at d = 40: standard error ~ 0.01; tolerance 0.03.
@@ -121,6 +126,7 @@ def test_cross_overlap_mean_is_exact(key):
                                [[1.5, np.sqrt(0.125)], [np.sqrt(0.125), 1.25]], atol=1e-14)
 
 
+@pytest.mark.slow
 def test_counting_threshold_and_jacobian_rank(key):
     assert deep.deep_alpha_count([0.5, 0.5], 2) == pytest.approx(0.375)
     assert deep.deep_alpha_count([0.5, 2.0], 3) == pytest.approx((0.75 + 1.0) / 10)
@@ -148,6 +154,7 @@ def test_counting_threshold_and_jacobian_rank(key):
 # --------------------------------------------------------------------------- the student
 
 
+@pytest.mark.slow
 def test_student_output_matches_literal_with_student_matrices(key):
     k1, k2 = jax.random.split(key)
     d = 16
@@ -158,6 +165,7 @@ def test_student_output_matches_literal_with_student_matrices(key):
                                aim.deep_attention_literal(X, Ss, 0.8, 1.2), atol=1e-11)
 
 
+@pytest.mark.slow
 def test_train_deep_gd_learns_both_layers(key):
     # x = alpha (T^2 + T - 2) = 4, well above the counting threshold 1.5: at d = 16 the average of
     # 2 students reaches an error below 0.05 on each layer in 300 Adam steps (it is ~1e-4 in practice).
@@ -202,6 +210,7 @@ def test_train_deep_gd_validation(key):
 # --------------------------------------------------------------------------- the channel
 
 
+@pytest.mark.slow
 def test_q_hat_first_layer_known_is_one_layer_softmax(key):
     # V_1 -> 0: the first layer is known, y gives K - 1 = 2 linear measurements of h^2 with
     # covariance V_2 M C M^T, so q_hat_22 = alpha (T^2 + T - 2) / V_2 exactly. Monte Carlo with
@@ -227,6 +236,7 @@ def test_q_hat_validation(key):
     assert res.converged[0] and np.allclose(res.mmse, 1.0)
 
 
+@pytest.mark.slow
 def test_log_zout_matches_direct_formula(key):
     # eq. (eq-deep-Zout) for T = 2 written out with numpy/scipy for one sample: agreement to rounding.
     from scipy import stats

@@ -53,6 +53,7 @@ def relu_noisy_fisher(q_s, v, s2, T):
     return float(Ww @ f @ Wy)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("q_s, v", [(1.0, 0.5), (1.45, 0.01), (1.4999, 1e-4)])
 def test_relu_with_label_noise_against_the_closed_form(q_s, v):
     T, s2 = 2, 0.01
@@ -65,6 +66,7 @@ def test_relu_with_label_noise_against_the_closed_form(q_s, v):
     assert abs(I - ref) < 1e-10 * ref, (I, ref)
 
 
+@pytest.mark.slow
 def test_relu_with_label_noise_state_evolution_is_stationary():
     """d E log Z_out / dq = (q_hat / alpha) / 4 along the solver's line, at the default sizes."""
     ch = aim.elementwise_channel(lambda h: jnp.maximum(h, 0.0) / 2, label_noise=0.01)
@@ -117,6 +119,7 @@ def _relu_output_variance(q_s, v, T):
                           limit=400, epsabs=1e-15, epsrel=1e-13)[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("T", [2, 3])
 def test_error_on_the_outputs_of_elementwise_channels(T):
     """Eq. (bo-label) for ReLU against the censored-Gaussian moments (measured gap <= 1e-12),

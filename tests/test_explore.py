@@ -24,6 +24,7 @@ def test_tables_cover_every_control_and_converged():
         assert tab.curve("hardmax-published", rho)[0].size >= 64
 
 
+@pytest.mark.slow
 def test_tables_are_the_state_evolution():
     """A few curves of the file solved again (the chapters and the browser test check more)."""
     tab = explore.load_tables()
@@ -38,6 +39,7 @@ def test_tables_are_the_state_evolution():
     assert np.max(np.abs(aim.state_evolution(x / 20, 0.3, T=4, channel="relu", noise=0.2).mmse - m)) < 1e-6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rho", [0.3, 0.5, 1.5])
 def test_relu_and_sigmoid_curves_of_the_explorer(rho):
     """ReLU: its own table, in x = alpha (T^2 + T), with twice the linear threshold; sigmoid:
@@ -112,6 +114,7 @@ def test_show_writes_inline_html_only_in_the_book_build(monkeypatch):
     assert "https://" not in html.replace("https://vega.github.io/schema", "")
 
 
+@pytest.mark.slow
 def test_channel_explorer_draws_the_state_evolution_of_any_channel():
     import jax.numpy as jnp
 

@@ -45,6 +45,7 @@ def test_attention_indices_match_definition(key):
     assert abs(np.trace(Z @ Sn) - h[0, a, b]) < 1e-12
 
 
+@pytest.mark.slow
 def test_h_covariance_structure(key):
     # Var h_aa = 2 Q0, Var h_ab = Q0, distinct entries uncorrelated; Q0 = Tr(S^2)/d of this teacher.
     # 40000 samples: standard error of a variance ~ sqrt(2/n) * var ~ 0.7% relative; tolerance 5%.

@@ -64,6 +64,7 @@ def test_cli_errors_are_clear(capsys, tmp_path):
     assert not any(tmp_path.iterdir())  # nothing written on an error
 
 
+@pytest.mark.slow
 def test_softmax_se_smoke_files_and_claims(tmp_path):
     res = rp.reproduce("softmax-se", "smoke", out=str(tmp_path), seed=3)
     for p in (res.csv, res.png, res.pdf):

@@ -93,6 +93,7 @@ def test_density_limits():
                                aim.semicircle_density(x, 1 + delta), atol=2e-3)
 
 
+@pytest.mark.slow
 def test_stieltjes_against_quadrature():
     delta, rho = 0.05, 0.5
     for z in [1 + 0.1j, 0.1 + 0.01j, -0.3 + 0.5j, 2 - 0.2j, 0.14 + 1e-3j, 10 + 0j + 1e-9j]:
@@ -109,6 +110,7 @@ def test_stieltjes_against_quadrature():
     assert abs(aim.stieltjes(z, delta, rho) - (1 / z + np.sqrt(rho) / z**2)) < 1e-8
 
 
+@pytest.mark.slow
 def test_hilbert_transform_against_principal_value():
     delta, rho = 0.3, 0.5
     (a, b), = aim.support_edges(delta, rho)
@@ -157,6 +159,7 @@ def test_mmse_limits():
         assert abs(aim.mmse_denoising(t / 1e-4, 1e-4) - want) < 1e-3
 
 
+@pytest.mark.slow
 def test_mmse_monotone_and_bounded():
     deltas = np.logspace(-6, 4, 120)
     for rho in (0.05, 0.5, 1.0, 4.0):
