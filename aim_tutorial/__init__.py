@@ -5,7 +5,6 @@ chapter its docstring names. Importing the package enables float64 in JAX.
 """
 
 from . import config  # noqa: F401  (first: enables float64)
-from . import plotting  # noqa: F401
 from .model import (  # noqa: F401
     apply_channel,
     attention_indices,
@@ -79,3 +78,12 @@ from . import explore  # noqa: F401  (chapter 8: aim.explore.*; Altair is import
 from .deep import DeepGDResult, train_deep_gd  # noqa: F401
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # aim.plotting is imported on first use: matplotlib (0.7 s) only when a figure is drawn
+    if name == "plotting":
+        import importlib
+
+        return importlib.import_module(".plotting", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,7 +11,7 @@ Example:
     >>> aim.plotting.use_style()
     >>> fig, ax = aim.plotting.subplots()
     >>> _ = ax.plot([0, 1], [0, 1], label="theory")
-    >>> aim.plotting.legend_outside(ax)
+    >>> _ = aim.plotting.legend_outside(ax)
 """
 
 from __future__ import annotations

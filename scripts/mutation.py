@@ -99,7 +99,7 @@ def _env() -> dict:
     return env
 
 
-def _tree(k: int) -> Path:
+def _tree(k) -> Path:
     """A fresh copy of the package and its tests, where the mutants are written."""
     tree = WORK / f"tree-{k}"
     if tree.exists():
@@ -146,37 +146,47 @@ def _baseline_seconds(tree: Path, tests) -> float:
     return time.perf_counter() - t0
 
 
-def run_module(name: str, k: int) -> dict:
-    """Every mutant of one module: init, filter, exec (in copy ``k``); returns the timing."""
+def run_module(name: str, k: int, fresh: bool = False) -> dict:
+    """Every mutant of one module in copy ``k``: init and filter (unless a session is there to
+    resume), exec with the fast tests, then each survivor against the slow tests."""
     tree = _tree(k)
     src, tests = MODULES[name]
     t0 = time.perf_counter()
     base = _baseline_seconds(tree, tests)
     cfg = _config(name, tree, timeout=max(120.0, 4 * base))
     session = WORK / f"{name}.sqlite"
-    session.unlink(missing_ok=True)
+    slow_file = WORK / f"{name}.slow.json"
     env = _env()
-    for cmd in ([_bin("cosmic-ray"), "init", str(cfg), str(session)],
-                [_bin("cr-filter-operators"), str(session), str(cfg)],
-                [_bin("cr-filter-pragma"), str(session)],
-                [_bin("cosmic-ray"), "exec", str(cfg), str(session)]):
+    steps = [[_bin("cosmic-ray"), "exec", str(cfg), str(session)]]
+    if fresh or not session.exists():
+        session.unlink(missing_ok=True)
+        slow_file.unlink(missing_ok=True)
+        steps = [[_bin("cosmic-ray"), "init", str(cfg), str(session)],
+                 [_bin("cr-filter-operators"), str(session), str(cfg)],
+                 [_bin("cr-filter-pragma"), str(session)]] + steps
+    for cmd in steps:  # exec resumes: only the mutants without a result run
         subprocess.run(cmd, cwd=tree, env=env, check=True, capture_output=True)
-    # the survivors of the fast tests, again with the slow tests of the module included
+    # the survivors of the fast tests, again against the tests marked slow (the fast ones passed)
+    verdicts = json.loads(slow_file.read_text()) if slow_file.exists() else {}
     con = sqlite3.connect(session)
     surv = con.execute(
         "select m.job_id, m.operator_name, m.occurrence from mutation_specs m join work_results r "
         "on m.job_id = r.job_id where lower(r.worker_outcome) = 'normal' and lower(r.test_outcome) = 'survived'"
     ).fetchall()
-    slow_kills = []
+    slow_cmd = _test_command(tests, "-m slow", fast=False)
     for job, op, occ in surv:
-        r = subprocess.run([_bin("cosmic-ray"), "mutate-and-test", src, op, str(occ),
-                            _test_command(tests, fast=False)], cwd=tree, env=env, capture_output=True, text=True)
+        if job in verdicts:
+            continue
+        r = subprocess.run([_bin("cosmic-ray"), "mutate-and-test", src, op, str(occ), slow_cmd],
+                           cwd=tree, env=env, capture_output=True, text=True)
         out = json.loads(r.stdout.strip().splitlines()[-1]) if r.stdout.strip() else {}
-        if str(out.get("test_outcome")).lower() == "killed":
-            slow_kills.append(job)
-    (WORK / f"{name}.slow_kills.json").write_text(json.dumps(slow_kills))
+        # pytest exits 5 when no test is marked slow: that is a survivor too
+        verdicts[job] = str(out.get("test_outcome") or out.get("worker_outcome")).lower()
+        slow_file.write_text(json.dumps(verdicts))
     seconds = time.perf_counter() - t0
-    (WORK / f"{name}.time").write_text(f"{seconds:.0f} {base:.1f}\n")
+    prev = WORK / f"{name}.time"
+    total = seconds + (float(prev.read_text().split()[0]) if prev.exists() and not fresh else 0.0)
+    prev.write_text(f"{total:.0f} {base:.1f}\n")
     return {"module": name, "seconds": seconds, "baseline": base}
 
 
@@ -199,8 +209,8 @@ def results(name: str) -> list:
     rows = con.execute(
         "select m.job_id, m.operator_name, m.start_pos_row, r.worker_outcome, r.test_outcome, r.diff "
         "from mutation_specs m join work_results r on m.job_id = r.job_id").fetchall()
-    sk = WORK / f"{name}.slow_kills.json"
-    slow_kills = set(json.loads(sk.read_text())) if sk.exists() else set()
+    sk = WORK / f"{name}.slow.json"
+    verdicts = json.loads(sk.read_text()) if sk.exists() else {}
     out = []
     for job, op, row, worker, test, diff in rows:
         worker, test = (worker or "").lower(), (test or "").lower()
@@ -208,8 +218,8 @@ def results(name: str) -> list:
             continue
         old, new = _diff_lines(diff or "")
         outcome = test if worker == "normal" else worker
-        if outcome == "survived" and job in slow_kills:
-            outcome = "killed-slow"
+        if outcome == "survived":  # the fast tests missed it: what did the slow ones say?
+            outcome = {"killed": "killed-slow", None: "unchecked"}.get(verdicts.get(job), "survived")
         out.append({"module": name, "operator": op, "line": row, "old": old, "new": new, "outcome": outcome})
     return out
 
@@ -235,9 +245,11 @@ def report() -> int:
              "Made by `python scripts/mutation.py` (cosmic-ray; see its docstring for the operators and",
              "the test files of each module). Kill rate = killed / (mutants - equivalent); timeouts count",
              "as killed, incompetent mutants (that cannot run at all) are left out.", "",
-             "| module | mutants | killed (by slow tests) | timeout | survived | equivalent | incompetent "
-             "| kill rate | run (s) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "A mutant the fast tests missed is run again against the slow ones; `unchecked` counts those",
+             "whose second run had not happened when the run stopped (left out of the kill rate).", "",
+             "| module | mutants | killed (by slow tests) | timeout | survived | equivalent | unchecked "
+             "| incompetent | kill rate | run (s) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     untriaged = []
     for name in MODULES:
         res = results(name)
@@ -247,16 +259,17 @@ def report() -> int:
         by_slow = sum(m["outcome"] == "killed-slow" for m in res)
         timeout = sum(m["outcome"] == "timeout" for m in res)
         incompetent = sum(m["outcome"] == "incompetent" for m in res)
+        unchecked = sum(m["outcome"] == "unchecked" for m in res)
         surv = [m for m in res if m["outcome"] == "survived"]
         equiv = [m for m in surv if _is_equivalent(m, tri["equivalent"])]
         left = [m for m in surv if not _is_equivalent(m, tri["equivalent"])]
         untriaged += left
-        denom = len(res) - incompetent - len(equiv)
+        denom = len(res) - incompetent - len(equiv) - unchecked
         rate = (killed + timeout) / denom if denom else float("nan")
         tfile = WORK / f"{name}.time"
         secs = tfile.read_text().split()[0] if tfile.exists() else "?"
         lines.append(f"| {name} | {len(res)} | {killed} ({by_slow}) | {timeout} | {len(surv)} | {len(equiv)} | "
-                     f"{incompetent} | {100 * rate:.1f} % | {secs} |")
+                     f"{unchecked} | {incompetent} | {100 * rate:.1f} % | {secs} |")
     lines += ["", f"## Survivors not triaged ({len(untriaged)})", ""]
     for m in untriaged:
         lines.append(f"- `{m['module']}` line {m['line']}, {m['operator'].split('/')[-1]}: "
@@ -297,7 +310,7 @@ def curated() -> int:
     if not tri["curated"]:
         print("no [[curated]] mutants in", TRIAGE)
         return 1
-    tree = _tree(0)
+    tree = _tree("ci")  # not a copy that a full run may be using
     for f in WORK.glob("curated-*.sqlite"):
         f.unlink()
     failed = 0
@@ -320,7 +333,8 @@ def curated() -> int:
             old, new = _diff_lines(out.get("diff") or "")
             found = True
             outcome = str(out.get("test_outcome") or out.get("worker_outcome")).lower()
-            ok = outcome == "killed"
+            # killed by a failing test, not by a test that could not even be collected
+            ok = outcome == "killed" and re.search(r"\b\d+ failed\b", out.get("output") or "") is not None
             failed += not ok
             print(f"{'killed  ' if ok else 'SURVIVED'} {name}: {old} -> {new}  ({time.perf_counter() - t0:.0f} s)",
                   flush=True)
@@ -340,6 +354,7 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="modules run at a time, each in its own copy")
     ap.add_argument("--curated", action="store_true", help="run the curated mutants only (CI)")
     ap.add_argument("--report", action="store_true", help="only rewrite the report from the last runs")
+    ap.add_argument("--fresh", action="store_true", help="start the modules' sessions afresh (default: resume)")
     args = ap.parse_args(argv)
     WORK.mkdir(parents=True, exist_ok=True)
     if args.curated:
@@ -357,7 +372,7 @@ def main(argv=None) -> int:
         def one(name):
             k = free.get()  # a copy no other module is using
             try:
-                return run_module(name, k)
+                return run_module(name, k, args.fresh)
             finally:
                 free.put(k)
 

@@ -104,6 +104,23 @@ def test_log_phi2_against_scipy_and_tails():
     assert np.isfinite(v) and v < float(jax.scipy.special.log_ndtr(-50.0) + jax.scipy.special.log_ndtr(-60.0))
 
 
+def test_hardmax_log_partition_is_the_probability_of_the_outcome(key):
+    """exp log Z_out(y | omega, V) is the probability that the hardmax of h = omega + sqrt(V) zeta is
+    y, counted over 400,000 draws at three omega: catches a wrong correlation of the two row
+    differences (1/3), which the identities of the likelihood with itself cannot see."""
+    V, n = 0.7, 400_000
+    outcomes = np.array([[[1, 0], [1, 0]], [[1, 0], [0, 1]], [[0, 1], [1, 0]], [[0, 1], [0, 1]]], float)
+    for i, om in enumerate([[[0.0, 0.0], [0.0, 0.0]], [[0.4, -0.3], [-0.3, 1.1]], [[-1.0, 0.6], [0.6, 0.2]]]):
+        om = np.array(om)
+        zeta = ch.symmetric_gaussian(jax.random.fold_in(key, i), (n, 2, 2))
+        y = np.asarray(aim.hardmax(om + math.sqrt(V) * zeta))
+        freq = np.array([np.mean(np.all(y == o, axis=(-1, -2))) for o in outcomes])
+        p = np.exp(np.asarray(aim.log_partition("hardmax", outcomes, np.broadcast_to(om, (4, 2, 2)), V)))
+        assert p.sum() == pytest.approx(1.0, abs=1e-12)
+        se = np.sqrt(p * (1 - p) / n)
+        assert np.all(np.abs(freq - p) < 4 * se), (freq, p, se)
+
+
 @pytest.mark.slow
 def test_hardmax_exact_score_is_finite_difference_of_log_partition(key):
     omega, h = _sample(key, 400, 2, 1.5, 0.2)

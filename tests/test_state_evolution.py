@@ -77,6 +77,21 @@ def test_linear_channel_perfect_recovery():
     assert r.mmse[0] > 0.01 and r.mmse[1] == 0
 
 
+def test_perfect_recovery_thresholds_of_the_channels():
+    """perfect_recovery_threshold: the teacher's degrees of freedom (2 rho - rho^2, or 1 from
+    rho = 1 on) over the exact measurements a sample: T^2 + T - 2 (softmax), T^2 + T (linear),
+    (T^2 + T)/2 (ReLU, which measures half its entries); none with noise. A threshold set too
+    high would not show in the error curve (no root below it either), only here."""
+    for rho in (0.5, 1.0, 1.5, 3.0):
+        dof = 2 * rho - rho * rho if rho <= 1 else 1.0
+        for T in (2, 3):
+            K = T * T + T
+            assert aim.perfect_recovery_threshold(rho, T) == pytest.approx(dof / (K - 2), rel=1e-12)
+            assert aim.perfect_recovery_threshold(rho, T, "linear") == pytest.approx(dof / K, rel=1e-12)
+            assert aim.perfect_recovery_threshold(rho, T, "relu") == pytest.approx(2 * dof / K, rel=1e-12)
+    assert aim.perfect_recovery_threshold(0.5, 2, "linear", noise=0.1) is None
+
+
 def test_rho_infinity_limit():
     # mmse_rho(Delta) -> Delta/(1 + Delta): the fixed point is m = 1 - (T^2+T-2) alpha
     rho = 300.0
