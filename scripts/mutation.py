@@ -128,7 +128,7 @@ def _config(name: str, tree: Path, timeout: float) -> Path:
 
 def _excluded_operators() -> list:
     """cosmic-ray filters by exclusion: every operator that no pattern of ``OPERATORS`` keeps."""
-    out = subprocess.run([str(Path(_python()).parent / "cosmic-ray"), "operators"], capture_output=True,
+    out = subprocess.run([_bin("cosmic-ray"), "operators"], capture_output=True,
                          text=True, check=True).stdout.split()
     keep = [re.compile(p + "$") for p in OPERATORS]
     return ["^" + re.escape(op) + "$" for op in out if not any(k.match(op) for k in keep)]
@@ -136,6 +136,14 @@ def _excluded_operators() -> list:
 
 def _bin(tool: str) -> str:
     return str(Path(_python()).parent / tool)
+
+
+def _mutate_and_test(src: str, operator: str, occ: int, command: str, tree: Path) -> dict:
+    """One mutant, written, tested with ``command`` and undone by cosmic-ray: its JSON result
+    (``test_outcome``, ``worker_outcome``, ``output``, ``diff``)."""
+    r = subprocess.run([_bin("cosmic-ray"), "mutate-and-test", src, operator, str(occ), command],
+                       cwd=tree, env=_env(), capture_output=True, text=True)
+    return json.loads(r.stdout.strip().splitlines()[-1]) if r.stdout.strip() else {}
 
 
 def _baseline_seconds(tree: Path, tests) -> float:
@@ -177,9 +185,7 @@ def run_module(name: str, k: int, fresh: bool = False) -> dict:
     for job, op, occ in surv:
         if job in verdicts:
             continue
-        r = subprocess.run([_bin("cosmic-ray"), "mutate-and-test", src, op, str(occ), slow_cmd],
-                           cwd=tree, env=env, capture_output=True, text=True)
-        out = json.loads(r.stdout.strip().splitlines()[-1]) if r.stdout.strip() else {}
+        out = _mutate_and_test(src, op, occ, slow_cmd, tree)
         # pytest exits 5 when no test is marked slow: that is a survivor too
         verdicts[job] = str(out.get("test_outcome") or out.get("worker_outcome")).lower()
         slow_file.write_text(json.dumps(verdicts))
@@ -298,10 +304,7 @@ def _occurrence(name: str, operator: str, old: str, new: str, tree: Path, cfg: P
 
 def _mutant_diff(src: str, operator: str, occ: int, tree: Path):
     """The original and mutated line of one mutant, without running any test (the command is ``true``)."""
-    r = subprocess.run([_bin("cosmic-ray"), "mutate-and-test", src, operator, str(occ), "true"],
-                       cwd=tree, env=_env(), capture_output=True, text=True)
-    out = json.loads(r.stdout.strip().splitlines()[-1]) if r.stdout.strip() else {}
-    return _diff_lines(out.get("diff") or "")
+    return _diff_lines(_mutate_and_test(src, operator, occ, "true", tree).get("diff") or "")
 
 
 def curated() -> int:
@@ -327,9 +330,7 @@ def curated() -> int:
             if c["new"].strip() not in _mutant_diff(src, c["operator"], occ, tree)[1]:
                 continue  # another mutant of the same operator on this line
             t0 = time.perf_counter()
-            r = subprocess.run([_bin("cosmic-ray"), "mutate-and-test", src, c["operator"], str(occ), cmd],
-                               cwd=tree, env=_env(), capture_output=True, text=True)
-            out = json.loads(r.stdout.strip().splitlines()[-1]) if r.stdout.strip() else {}
+            out = _mutate_and_test(src, c["operator"], occ, cmd, tree)
             old, new = _diff_lines(out.get("diff") or "")
             found = True
             outcome = str(out.get("test_outcome") or out.get("worker_outcome")).lower()
