@@ -488,6 +488,26 @@ def _quotient(T):
     return Pi
 
 
+def _small_cholesky_solve(A, b):
+    """``(L^{-1} b, log diag L)`` for the Cholesky factor ``L`` of a small SPD ``A``.
+
+    Written out entry by entry (the size is static and at most ``T(T+1)/2 - 1``):
+    batched LAPACK calls inside this program deadlocked XLA's CPU thread pool
+    on 2 cores with jax 0.10.2 (every thread waiting, for some random draws).
+    """
+    n = A.shape[-1]
+    L = [[None] * n for _ in range(n)]
+    for k in range(n):
+        s = A[k, k] - sum(L[k][m] * L[k][m] for m in range(k))
+        L[k][k] = jnp.sqrt(s)
+        for i in range(k + 1, n):
+            L[i][k] = (A[i, k] - sum(L[i][m] * L[k][m] for m in range(k))) / L[k][k]
+    r = []
+    for i in range(n):
+        r.append((b[i] - sum(L[i][m] * r[m] for m in range(i))) / L[i][i])
+    return jnp.stack(r), jnp.log(jnp.stack([L[k][k] for k in range(n)]))
+
+
 def _log_zout_one(D, om1, om2, zeta1, V1, V2, beta, c, T):
     """``log Z_out`` of one sample by Monte Carlo over ``zeta1`` ``(M, K)``; om1, om2 ``(K,)`` upper triangles."""
     E = jnp.asarray(_sym_basis(T))
@@ -503,16 +523,44 @@ def _log_zout_one(D, om1, om2, zeta1, V1, V2, beta, c, T):
         M = Pi @ LB
         mean = M @ om2
         cov = V2 * (M * Cd) @ M.T
-        chol = jnp.linalg.cholesky(cov)
-        r = jax.scipy.linalg.solve_triangular(chol, D - mean, lower=True)
-        return -0.5 * jnp.sum(r * r) - jnp.sum(jnp.log(jnp.diagonal(chol))) - 0.5 * (T * (T + 1) // 2 - 1) * jnp.log(2 * jnp.pi)
+        r, log_diag = _small_cholesky_solve(cov, D - mean)
+        return -0.5 * jnp.sum(r * r) - jnp.sum(log_diag) - 0.5 * (T * (T + 1) // 2 - 1) * jnp.log(2 * jnp.pi)
 
     logs = jax.vmap(one)(zeta1)
     return jax.scipy.special.logsumexp(logs) - jnp.log(zeta1.shape[0])
 
 
-@partial(jax.jit, static_argnames=("T", "n_omega", "n_inner"))
+_BATCH = 256  # omega samples a compiled call; larger batches go through a Python loop
+
+
 def _q_hat_mc(key, q11, q22, q12, V1, V2, beta, c, *, T, n_omega, n_inner):
+    """Mean and standard error of the per-sample ``q_hat / alpha`` over ``n_omega`` samples.
+
+    The samples are drawn in batches of at most ``_BATCH``, batch ``b`` from
+    ``fold_in(key, b)``, each batch one compiled call (of one shape) that
+    returns the cross-fitted scores; their products are summed in NumPy, so
+    that memory stays bounded for any ``n_omega``.
+    """
+    i, j = np.triu_indices(T)
+    Cd = np.where(i == j, 2.0, 1.0)
+    total = np.zeros((2, 2))
+    total_sq = np.zeros((2, 2))
+    for b, start in enumerate(range(0, n_omega, _BATCH)):
+        m = min(_BATCH, n_omega - start)
+        GA, GB = _q_hat_batch(jax.random.fold_in(key, b), q11, q22, q12, V1, V2, beta, c,
+                              T=T, n_omega=m, n_inner=n_inner)
+        H = np.einsum("nlk,k,nmk->nlm", np.asarray(GA), Cd, np.asarray(GB))
+        H = H + np.swapaxes(H, -1, -2)  # per-sample 2 sym(g_A,l^T C g_B,m)
+        total += H.sum(axis=0)
+        total_sq += (H * H).sum(axis=0)
+    mean = total / n_omega
+    var = np.maximum(total_sq / n_omega - mean**2, 0.0)
+    return mean, np.sqrt(var / n_omega)
+
+
+@partial(jax.jit, static_argnames=("T", "n_omega", "n_inner"))
+def _q_hat_batch(key, q11, q22, q12, V1, V2, beta, c, *, T, n_omega, n_inner):
+    """The two cross-fitted scores ``(g_A, g_B)``, each ``(n_omega, 2, K)``, of one batch."""
     K = T * (T + 1) // 2
     i, j = np.triu_indices(T)
     Cd = jnp.asarray(np.where(i == j, 2.0, 1.0))
@@ -548,10 +596,7 @@ def _q_hat_mc(key, q11, q22, q12, V1, V2, beta, c, *, T, n_omega, n_inner):
         Dm, o1, o2, za, zb = args
         return score(Dm, o1, o2, za), score(Dm, o1, o2, zb)
 
-    GA, GB = jax.lax.map(both, (D, om1, om2, inner_a, inner_b), batch_size=256)  # (n, 2, K) each
-    H = jnp.einsum("nlk,k,nmk->nlm", GA, Cd, GB)
-    H = H + jnp.swapaxes(H, -1, -2)  # per-sample 2 sym(g_A,l^T C g_B,m)
-    return jnp.mean(H, axis=0), jnp.std(H, axis=0) / jnp.sqrt(n_omega)
+    return jax.vmap(both)((D, om1, om2, inner_a, inner_b))  # (n, 2, K) each
 
 
 class DeepQHat(NamedTuple):
@@ -631,9 +676,13 @@ class DeepSEResult(NamedTuple):
         mmse: ``(A, 2)`` per-layer errors ``V_l = Q0_ll - q_ll`` at the fixed point.
         q_hat: ``(A, 2, 2)``, the full ``q_hat`` at the fixed point (its off-diagonal
             entry is what the diagonal closure neglects).
-        converged: ``(A,)`` bool, relative change below ``tol`` (or every ``V_l < V_stop``)
-            within ``max_iter``.
-        iterations: ``(A,)``.
+        converged: ``(A,)`` bool, a fixed point was found or perfect recovery reached.
+        iterations: ``(A,)``, evaluations of the map (damped steps plus root-finder calls).
+        status: ``(A,)`` strings, why each stopped: ``"fixed point"`` (the root
+            finder met ``tol``), ``"perfect recovery"`` (every ``V_l < V_stop``) or
+            ``"max_iter"`` (neither, within ``max_iter`` evaluations).
+        residual: ``(A,)``, ``max_l |log F_l(V) - log V_l|`` at the returned ``V``
+            (``nan`` for perfect recovery).
     """
 
     alpha: np.ndarray
@@ -641,47 +690,62 @@ class DeepSEResult(NamedTuple):
     q_hat: np.ndarray
     converged: np.ndarray
     iterations: np.ndarray
+    status: tuple = ()
+    residual: np.ndarray | None = None
 
 
 def deep_state_evolution_diagonal(key, alpha, rhos: Sequence[float], T: int = 2, beta: float = 1.0,
-                                  c: float = 1.0, n_omega: int = 4000, n_inner: int = 512,
-                                  damping: float = 0.5, tol: float = 1e-2, max_iter: int = 60,
-                                  V_floor: float = 1e-4, V_stop: float = 1e-3) -> DeepSEResult:
+                                  c: float = 1.0, n_omega: int = 1000, n_inner: int = 2048,
+                                  damping: float = 0.5, tol: float = 1e-6, max_iter: int = 200,
+                                  V_floor: float = 1e-4, V_stop: float = 1e-3, warm_tol: float = 3e-2,
+                                  V_start=None) -> DeepSEResult:
     """Per-layer-RIE state evolution of two-layer deep attention: a **conjecture**, eq. (eq-deep-se).
 
-    Iterates, from ``V = (1, 1)`` (``alpha = 0``),
+    The fixed point, reached from ``V = (1, 1)`` (``alpha = 0``), of the map
 
         q = [[Q0_11 - V_1, sqrt(rho_1 rho_2)], [sqrt(rho_1 rho_2), Q0_22 - V_2]],
         q_hat = deep_q_hat(alpha, q, V),
-        V_l <- (1 - damping) mmse_{rho_l}(1 / q_hat_ll) + damping V_l,
+        F_l(V) = mmse_{rho_l}(1 / q_hat_ll),
 
     i.e. each layer is denoised by its own RIE with the noise ``1/q_hat_ll`` and the
     off-diagonal ``q_hat_12`` is dropped. This is exact when the output channel
     gives ``q_hat_12 = 0`` (e.g. when every layer's attention map is observed,
     eq. (eq-deep-decouple)); for deep attention ``q_hat_12 != 0`` and the prior term
     couples the layers through a spherical integral that the book does not solve.
-    Common random numbers: the same ``key`` at every iteration.
+    With common random numbers (the same ``key`` at every call) ``F`` is a smooth
+    deterministic function of ``V``, so the fixed point is solved for, in two stages:
+    damped steps ``V <- (1 - damping) F(V) + damping V`` until the relative change
+    is below ``warm_tol``, then Powell's hybrid method (``scipy.optimize.root``) on
+    ``log F(V) = log V``. Near the perfect-recovery threshold the damped map's
+    contraction factor tends to one, so the damped steps alone would need hundreds
+    of calls; if the root finder fails, or lands below ``V_stop``, the damped steps
+    go on until every ``V_l < V_stop`` (perfect recovery) or ``max_iter``.
 
     Args:
         key: ``jax.random`` key for :func:`deep_q_hat`.
         alpha: scalar or 1-d array, ``>= 0``.
         rhos: ``(rho_1, rho_2)``.
-        T, beta, c, n_omega, n_inner: as :func:`deep_q_hat`.
-        damping: fraction of the old ``V`` kept, in ``[0, 1)``.
-        tol: relative convergence tolerance, ``max_l |V_l^new - V_l| / V_l < tol``.
-            Near the perfect-recovery threshold the iteration slows down
-            (its contraction factor tends to one) and may stop at ``max_iter``,
-            flagged in ``converged``.
-        max_iter: iterations, ``>= 1``.
+        T, beta, c, n_omega, n_inner: as :func:`deep_q_hat`. The self-normalised
+            estimate of ``q_hat_11`` is biased upwards at small ``V`` unless
+            ``n_inner`` is large (chapter 7 measures it): hence the default 2048.
+        damping: fraction of the old ``V`` kept in the damped steps, in ``[0, 1)``.
+        tol: relative tolerance of the root finder on ``V`` (``xtol``), ``> 0``.
+        max_iter: most evaluations of ``F`` for one ``alpha``, ``>= 1``.
         V_floor: smallest ``V`` used in the channel (the Monte Carlo is unreliable below).
         V_stop: once every ``V_l < V_stop`` the iteration is taken to go to perfect
-            recovery and stops (converged, ``V`` reported as reached).
+            recovery and stops.
+        warm_tol: relative change at which the damped steps hand over to the root finder.
+        V_start: optional ``(V_1, V_2)`` start instead of ``(1, 1)`` (continuation along
+            increasing ``alpha``: the map is monotone, so from above any fixed point the
+            damped steps stay above the largest one).
 
     Returns:
-        :class:`DeepSEResult`; non-convergence is flagged in ``converged``.
+        :class:`DeepSEResult`; ``status`` says why each ``alpha`` stopped.
 
     Chapter 7.
     """
+    from scipy.optimize import root
+
     from .rmt import mmse_denoising
 
     rhos = _rhos(rhos)
@@ -692,32 +756,64 @@ def deep_state_evolution_diagonal(key, alpha, rhos: Sequence[float], T: int = 2,
         raise ValueError(f"damping must be in [0, 1), got {damping!r}")
     max_iter = _checks.integer_at_least("max_iter", max_iter, 1)
     tol = _checks.positive("tol", tol)
+    warm_tol = _checks.positive("warm_tol", warm_tol)
+    V_floor = _checks.positive("V_floor", V_floor)
+    V_stop = _checks.positive("V_stop", V_stop)
     a = np.atleast_1d(np.asarray(alpha, dtype=float))
     if a.ndim != 1 or np.any(a < 0) or not np.all(np.isfinite(a)):
         raise ValueError("alpha must be a scalar or 1-d array in [0, inf)")
+    start = np.ones(2) if V_start is None else np.asarray(V_start, dtype=float)
+    if start.shape != (2,) or np.any(~(start > 0)):
+        raise ValueError(f"V_start must be two positive errors (V_1, V_2), got {V_start!r}")
     Q0 = limit_overlap_matrix(rhos)
     out_V = np.ones((a.size, 2))
     out_qh = np.zeros((a.size, 2, 2))
     conv = np.zeros(a.size, dtype=bool)
     its = np.zeros(a.size, dtype=int)
+    status = ["fixed point"] * a.size
+    resid = np.full(a.size, np.nan)
     for idx, al in enumerate(a):
-        V = np.ones(2)
         if al == 0:
-            conv[idx] = True
+            conv[idx], resid[idx] = True, 0.0
             continue
-        for it in range(1, max_iter + 1):  # noqa: B007  (it is reported after the loop)
-            Vc = np.maximum(V, V_floor)
-            q = Q0 - np.diag(Vc)
-            qh = deep_q_hat(key, al, q, tuple(Vc), T=T, beta=beta, c=c, n_omega=n_omega, n_inner=n_inner).q_hat
-            new = np.array([mmse_denoising(1.0 / max(qh[l, l], 1e-12), rhos[l]) for l in range(2)])
-            new = (1 - damping) * new + damping * V
-            done = np.max(np.abs(new - V) / np.maximum(V, V_floor)) < tol or np.all(new < V_stop)
-            V = new
-            if done:
-                conv[idx] = True
-                break
-        out_V[idx], out_qh[idx], its[idx] = V, qh, it
-    return DeepSEResult(a, out_V, out_qh, conv, its)
+        calls = [0]
+
+        def F(V, al=al, calls=calls):
+            calls[0] += 1
+            Vc = np.clip(V, V_floor, Q0.diagonal())
+            qh = deep_q_hat(key, al, Q0 - np.diag(Vc), tuple(Vc), T=T, beta=beta, c=c,
+                            n_omega=n_omega, n_inner=n_inner).q_hat
+            return np.array([mmse_denoising(1.0 / max(qh[l, l], 1e-12), rhos[l]) for l in range(2)]), qh
+
+        def damped(V, until, calls=calls):
+            while calls[0] < max_iter:
+                new = (1 - damping) * F(V)[0] + damping * V
+                change = np.max(np.abs(new - V) / np.maximum(V, V_floor))
+                V = new
+                if np.all(V < V_stop) or change < until:
+                    break
+            return V
+
+        V = damped(start.copy(), warm_tol)
+        state = "max_iter"
+        if np.all(V < V_stop):
+            state = "perfect recovery"
+        elif calls[0] < max_iter:
+            sol = root(lambda u: np.log(np.maximum(F(np.exp(u))[0], 1e-300)) - u, np.log(V),
+                       method="hybr", options=dict(xtol=tol, maxfev=max(max_iter - calls[0], 1)))
+            Vr = np.exp(sol.x)
+            if sol.success and np.all(Vr >= V_stop):
+                V, state = Vr, "fixed point"
+            else:  # no root above V_stop: the damped steps decide
+                V = damped(V, 0.0)
+                if np.all(V < V_stop):
+                    state = "perfect recovery"
+        Fv, qh = F(V)
+        if state != "perfect recovery":
+            resid[idx] = float(np.max(np.abs(np.log(Fv) - np.log(V))))
+        out_V[idx], out_qh[idx], its[idx] = V, qh, calls[0]
+        status[idx], conv[idx] = state, state != "max_iter"
+    return DeepSEResult(a, out_V, out_qh, conv, its, tuple(status), resid)
 
 
 def deep_log_zout(D, omega1, omega2, zeta, V, T: int = 2, beta: float = 1.0, c: float = 1.0):

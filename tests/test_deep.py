@@ -234,6 +234,45 @@ def test_q_hat_validation(key):
         deep.deep_state_evolution_diagonal(key, 0.1, [0.5])
     res = deep.deep_state_evolution_diagonal(key, 0.0, [0.5, 0.5])
     assert res.converged[0] and np.allclose(res.mmse, 1.0)
+    for name, kw in (("damping", dict(damping=1.0)), ("tol", dict(tol=0.0)),
+                     ("V_start", dict(V_start=(1.0, -1.0))), ("max_iter", dict(max_iter=0))):
+        with pytest.raises(ValueError, match=name):
+            deep.deep_state_evolution_diagonal(key, 0.1, [0.5, 0.5], **kw)
+
+
+def test_q_hat_batches_combine_to_the_whole(key):
+    # n_omega above one batch: the mean over batch 0 (fold_in(key, 0), full) and batch 1
+    # (fold_in(key, 1), the rest); and it returns (batched LAPACK calls once deadlocked here)
+    Q0 = deep.limit_overlap_matrix([0.5, 0.5])
+    V = (0.3, 0.2)
+    n = deep._BATCH + 40
+    r = deep.deep_q_hat(key, 1.0, Q0 - np.diag(V), V, n_omega=n, n_inner=8)
+    whole = (deep._BATCH * _batch_mean(key, 0, deep._BATCH, Q0, V) + 40 * _batch_mean(key, 1, 40, Q0, V)) / n
+    assert np.allclose(r.q_hat, whole, rtol=1e-10, atol=0)
+    assert np.all(np.isfinite(r.stderr)) and np.all(r.stderr > 0)
+
+
+def _batch_mean(key, b, m, Q0, V):
+    q = Q0 - np.diag(V)
+    GA, GB = deep._q_hat_batch(jax.random.fold_in(key, b), q[0, 0], q[1, 1], q[0, 1], *V, 1.0, 1.0,
+                               T=2, n_omega=m, n_inner=8)
+    H = np.einsum("nlk,k,nmk->nlm", np.asarray(GA), np.array([2.0, 1.0, 2.0]), np.asarray(GB))
+    return (H + np.swapaxes(H, -1, -2)).mean(axis=0)
+
+
+@pytest.mark.slow
+def test_state_evolution_fixed_point_solves_the_map(key):
+    # small Monte Carlo: F is still a deterministic function of V (common random numbers);
+    # the returned V is a root of log F(V) = log V, and the status says so
+    r = deep.deep_state_evolution_diagonal(key, 0.1, [0.5, 0.5], n_omega=64, n_inner=32)
+    assert r.status == ("fixed point",) and r.converged[0] and r.residual[0] < 1e-5
+    assert np.all((r.mmse > 0) & (r.mmse < 1.5))
+    # far above the count every error goes below V_stop
+    r = deep.deep_state_evolution_diagonal(key, 2.0, [0.5, 0.5], n_omega=64, n_inner=32)
+    assert r.status == ("perfect recovery",) and np.all(r.mmse < 1e-3)
+    # max_iter is reported, not hidden
+    r = deep.deep_state_evolution_diagonal(key, 0.1, [0.5, 0.5], n_omega=64, n_inner=32, max_iter=2)
+    assert r.status == ("max_iter",) and not r.converged[0]
 
 
 @pytest.mark.slow
