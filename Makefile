@@ -86,7 +86,7 @@ mutation: install
 # The curated mutants of mutation/triage.toml (realistic slips: a sign, a factor 2, a constant):
 # each must stay killed by the tests named for it. Part of make test.
 mutation-ci: install
-	$(BIN)/python scripts/mutation.py --curated
+	$(BIN)/python scripts/mutation.py --curated --jobs $(JOBS)
 
 # Every page of the built book in headless Chromium (Debian's), offline:
 # maths rendered, no raw MyST, no broken link or image, no equation wider than

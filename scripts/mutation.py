@@ -307,45 +307,61 @@ def _mutant_diff(src: str, operator: str, occ: int, tree: Path):
     return _diff_lines(_mutate_and_test(src, operator, occ, "true", tree).get("diff") or "")
 
 
-def curated() -> int:
-    """Each curated mutant (``[[curated]]`` in the triage file) must be killed by its tests."""
+def curated(jobs: int = 1) -> int:
+    """Each curated mutant (``[[curated]]`` in the triage file) must be killed by its tests.
+
+    The mutants are found first, one after another in one copy; then ``jobs`` of them are
+    tested at a time, each in its own copy of the package (their tests run in one process).
+    """
     tri = _triage()
     if not tri["curated"]:
         print("no [[curated]] mutants in", TRIAGE)
         return 1
-    tree = _tree("ci")  # not a copy that a full run may be using
+    jobs = max(1, jobs)
+    trees = [_tree("ci")] + [_tree(f"ci-{k}") for k in range(1, jobs)]  # not copies a full run uses
     for f in WORK.glob("curated-*.sqlite"):
         f.unlink()
     failed = 0
     t_all = time.perf_counter()
+    todo = []  # (curated entry, module file, occurrence, test command)
     for c in tri["curated"]:
         name = c["module"]
         src, tests = MODULES[name]
-        cfg = _config(name, tree, timeout=600)
-        occs = _occurrence(name, c["operator"], c["old"], c["new"], tree, cfg)
+        cfg = _config(name, trees[0], timeout=600)
+        occs = _occurrence(name, c["operator"], c["old"], c["new"], trees[0], cfg)
         cmd = _test_command(c.get("tests", tests), f"-k {json.dumps(c['select'])}" if "select" in c else "",
                             fast=False)
-        found = False
-        for occ in occs:
-            if c["new"].strip() not in _mutant_diff(src, c["operator"], occ, tree)[1]:
-                continue  # another mutant of the same operator on this line
-            t0 = time.perf_counter()
-            out = _mutate_and_test(src, c["operator"], occ, cmd, tree)
-            old, new = _diff_lines(out.get("diff") or "")
-            found = True
-            outcome = str(out.get("test_outcome") or out.get("worker_outcome")).lower()
-            # killed by a failing test, not by a test that could not even be collected
-            ok = outcome == "killed" and re.search(r"\b\d+ failed\b", out.get("output") or "") is not None
-            failed += not ok
-            print(f"{'killed  ' if ok else 'SURVIVED'} {name}: {old} -> {new}  ({time.perf_counter() - t0:.0f} s)",
-                  flush=True)
-            break
-        if not found:
+        match = [occ for occ in occs if c["new"].strip() in _mutant_diff(src, c["operator"], occ, trees[0])[1]]
+        if not match:  # the code moved, or another mutant of the same operator on this line
             failed += 1
             print(f"NOT FOUND {name} {c['operator']}: {c['old']} -> {c['new']} (the code moved: update the "
                   f"triage file)", flush=True)
+            continue
+        todo.append((c, src, match[0], cmd))
+    free = queue.Queue()
+    for tree in trees:
+        free.put(tree)
+
+    def one(item):
+        c, src, occ, cmd = item
+        tree = free.get()
+        try:
+            t0 = time.perf_counter()
+            out = _mutate_and_test(src, c["operator"], occ, cmd, tree)
+        finally:
+            free.put(tree)
+        old, new = _diff_lines(out.get("diff") or "")
+        outcome = str(out.get("test_outcome") or out.get("worker_outcome")).lower()
+        # killed by a failing test, not by a test that could not even be collected
+        ok = outcome == "killed" and re.search(r"\b\d+ failed\b", out.get("output") or "") is not None
+        print(f"{'killed  ' if ok else 'SURVIVED'} {c['module']}: {old} -> {new}  "
+              f"({time.perf_counter() - t0:.0f} s)", flush=True)
+        return ok
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        failed += sum(not ok for ok in pool.map(one, todo))
     print(f"curated mutants: {len(tri['curated']) - failed} of {len(tri['curated'])} killed "
-          f"in {time.perf_counter() - t_all:.0f} s")
+          f"in {time.perf_counter() - t_all:.0f} s ({jobs} at a time)")
     return 1 if failed else 0
 
 
@@ -359,7 +375,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     WORK.mkdir(parents=True, exist_ok=True)
     if args.curated:
-        return curated()
+        return curated(args.jobs)
     if not args.report:
         names = args.modules or list(MODULES)
         bad = [n for n in names if n not in MODULES]
