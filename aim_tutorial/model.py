@@ -202,6 +202,8 @@ def sample_data(
     noise: float = 0.0,
     c: float = 1.0,
     label_noise: float = 0.0,
+    *,
+    log_outputs: bool = False,
 ):
     """Sample ``n`` sequences of the attention-indexed model, definition (def-aim) of chapter 1.
 
@@ -222,6 +224,11 @@ def sample_data(
         c: skip strength of deep attention (``channel="deep"`` only).
         label_noise: variance of iid Gaussian noise added to every entry of
             ``y`` after ``g`` (the generic channel's noise), ``>= 0``.
+        log_outputs: ``channel="softmax"`` only: return the log-probabilities
+            ``log softmax(beta h)`` (computed by log-sum-exp, finite at any ``beta``) instead
+            of the probabilities, whose small entries underflow to exactly 0 once
+            ``beta |h_ab - h_ac|`` exceeds about 745 (``beta >= 100`` at ``d`` of a few
+            hundred). GAMP-RIE and the softmax score take them with ``log_outputs=True``.
 
     Returns:
         ``(X, y)`` of shapes ``(n, T, d)`` and ``(n, T, T)``.
@@ -238,7 +245,11 @@ def sample_data(
     beta = _checks.nonnegative("beta", beta)
     noise = _checks.nonnegative("noise", noise)
     label_noise = _checks.nonnegative("label_noise", label_noise)
+    log_outputs = _checks.boolean("log_outputs", log_outputs)
     chs = _channels()
+    if log_outputs and (not isinstance(channel, str) or channel != "softmax" or label_noise > 0):
+        raise ValueError("log_outputs=True is defined for channel='softmax' without label_noise only, "
+                         f"got channel={channel!r}, label_noise={label_noise!r}")
     if isinstance(channel, str) and channel != "deep" and channel not in chs.registered():
         raise ValueError(f"channel must be one of {chs.registered() + ('deep',)}, a Channel or a callable, "
                          f"got {channel!r}")
@@ -272,7 +283,9 @@ def sample_data(
         h = _indices(X, jnp.asarray(S))
         if noise > 0:
             h = h + symmetric_noise(k_noise, h.shape, noise)
-        if isinstance(channel, (str, chs.Channel)):
+        if log_outputs:
+            y = jax.nn.log_softmax(beta * h, axis=-1)
+        elif isinstance(channel, (str, chs.Channel)):
             y = chs.get(channel).draw(jax.random.fold_in(k_label, 1), h, beta)
         else:
             y = apply_channel(h, channel, beta)
