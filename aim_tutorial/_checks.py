@@ -43,8 +43,24 @@ class ArgumentTypeError(TypeError, ValueError):
 # ----------------------------------------------------------------------------
 
 
+def _traced(value) -> bool:
+    """A JAX tracer (inside ``jit``, ``grad`` or ``vmap``): its values cannot be checked."""
+    import jax
+
+    return isinstance(value, jax.core.Tracer)
+
+
 def real(name: str, value, *, allow_nan: bool = False) -> float:
-    """A real number (not a bool, a string, None or a complex); returned as a float."""
+    """A real number (not a bool, a string, None or a complex); returned as a float.
+
+    A traced scalar (inside ``jit`` or ``grad``) is returned unchanged: only its kind is checked.
+    """
+    if _traced(value):
+        if np.ndim(value) != 0 or not np.issubdtype(value.dtype, np.floating) and not np.issubdtype(
+            value.dtype, np.integer
+        ):
+            raise ArgumentTypeError(f"{name} must be a real number, got a traced {value.dtype}{value.shape}")
+        return value
     if isinstance(value, (bool, np.bool_)) or value is None or isinstance(value, (str, bytes)):
         raise ArgumentTypeError(f"{name} must be a real number, got {value!r}")
     if isinstance(value, complex) or np.iscomplexobj(value):
@@ -66,6 +82,8 @@ _real = real  # the name used before; kept for the modules that import it
 def finite(name: str, value) -> float:
     """A finite real number."""
     v = real(name, value)
+    if _traced(v):
+        return v
     if not math.isfinite(v):
         raise ValueError(f"{name} must be finite, got {value!r}")
     return v
@@ -74,6 +92,8 @@ def finite(name: str, value) -> float:
 def positive(name: str, value, *, allow_inf: bool = False) -> float:
     """``value > 0`` (finite unless ``allow_inf``)."""
     v = real(name, value)
+    if _traced(v):
+        return v
     if not v > 0 or (math.isinf(v) and not allow_inf):
         rng = "(0, inf]" if allow_inf else "(0, inf)"
         raise ValueError(f"{name} must be in {rng}, got {value!r}")
@@ -83,6 +103,8 @@ def positive(name: str, value, *, allow_inf: bool = False) -> float:
 def nonnegative(name: str, value, *, allow_inf: bool = False) -> float:
     """``value >= 0`` (finite unless ``allow_inf``)."""
     v = real(name, value)
+    if _traced(v):
+        return v
     if not v >= 0 or (math.isinf(v) and not allow_inf):
         rng = "[0, inf]" if allow_inf else "[0, inf)"
         raise ValueError(f"{name} must be in {rng}, got {value!r}")
@@ -92,6 +114,8 @@ def nonnegative(name: str, value, *, allow_inf: bool = False) -> float:
 def in_range(name: str, value, low: float, high: float, *, low_open: bool = False, high_open: bool = False) -> float:
     """A real number in the interval from ``low`` to ``high`` (closed unless told open)."""
     v = real(name, value)
+    if _traced(v):
+        return v
     ok_low = v > low if low_open else v >= low
     ok_high = v < high if high_open else v <= high
     if not (ok_low and ok_high):
@@ -155,7 +179,8 @@ def real_array(name: str, value, *, ndim=None, min_ndim=None, shape=None, allow_
     """
     if value is None or isinstance(value, (str, bytes, dict, set)):
         raise ArgumentTypeError(f"{name} must be a real array, got {type(value).__name__}")
-    arr = np.asarray(value)
+    # a traced array (inside jit, grad or vmap): kind and shape are checked, values cannot be
+    arr = _shape_struct(value) if _traced(value) else np.asarray(value)
     if arr.dtype == object or arr.dtype.kind in "USV":
         raise ArgumentTypeError(f"{name} must be a real array, got dtype {arr.dtype}")
     if arr.dtype.kind == "c":
@@ -175,6 +200,8 @@ def real_array(name: str, value, *, ndim=None, min_ndim=None, shape=None, allow_
             raise ValueError(f"{name} must have shape {want}, got {arr.shape}")
     if arr.size == 0 and not allow_empty:
         raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
+    if _traced(value):
+        return value
     if arr.size and not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must have finite entries (it has NaN or inf)")
     return value
@@ -186,6 +213,8 @@ def square_symmetric(name: str, M, *, atol: float = 1e-8):
     if len(shape) != 2 or shape[0] != shape[1]:
         raise ValueError(f"{name} must be a square (d, d) matrix, got shape {shape}")
     real_array(name, M)
+    if _traced(M):
+        return M
     Mn = np.asarray(M)
     scale = max(1.0, float(np.max(np.abs(Mn)))) if Mn.size else 1.0
     if Mn.size and float(np.max(np.abs(Mn - Mn.T))) > atol * scale:
@@ -212,6 +241,18 @@ def one_hot(name: str, y):
     if not (np.all((yn == 0) | (yn == 1)) and np.all(yn.sum(axis=-1) == 1)):
         raise ValueError(f"{name} must be one-hot along its last axis (hardmax outputs)")
     return y
+
+
+def _shape_struct(value):
+    """Shape, rank, size and dtype of a traced array, as NumPy would report them."""
+
+    class _S:
+        shape = tuple(value.shape)
+        ndim = len(value.shape)
+        size = int(np.prod(value.shape)) if value.shape else 1
+        dtype = np.dtype(value.dtype)
+
+    return _S
 
 
 # ----------------------------------------------------------------------------

@@ -29,6 +29,34 @@ def _channels():
     return channels
 
 
+def _itemsize() -> int:
+    """Bytes an entry of the arrays JAX makes by default (8 with float64 enabled)."""
+    return 8 if jax.config.jax_enable_x64 else 4
+
+
+def _layers(name, value) -> list:
+    """A non-empty list or tuple of per-layer arrays."""
+    if not isinstance(value, (list, tuple)):
+        raise _checks.ArgumentTypeError(f"{name} must be a list of L >= 1 arrays, one a layer, "
+                                        f"got {type(value).__name__}")
+    if len(value) < 1:
+        raise ValueError(f"{name} must hold at least one layer (L >= 1), got an empty list")
+    return list(value)
+
+
+def _shape_of_matrices(name, shape) -> tuple:
+    """A shape ``(..., T, T)`` of non-negative integers."""
+    try:
+        shape = tuple(shape)
+    except TypeError:
+        raise _checks.ArgumentTypeError(f"{name} must be a tuple of integers (..., T, T), got {shape!r}") from None
+    for i, s in enumerate(shape):
+        _checks.integer_at_least(f"{name}[{i}]", s, 0)
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ValueError(f"{name} must be (..., T, T) with two equal last sizes, got {shape}")
+    return tuple(int(s) for s in shape)
+
+
 def teacher_width(d: int, rho: float) -> int:
     """Width ``r = round(rho d)`` of the teacher's weights (at least 1)."""
     d = _checks.integer_at_least("d", d, 1)
@@ -55,16 +83,20 @@ def sample_teacher(key: jax.Array, d: int, rho: float) -> jax.Array:
         >>> aim.sample_teacher(jax.random.key(0), 10, 0.5).shape
         (10, 10)
     """
+    _checks.prng_key("key", key)
     r = teacher_width(d, rho)
+    _checks.check_memory(f"sample_teacher(d={d}, rho={rho})", d * d + d * r, _itemsize())
     W = jax.random.normal(key, (d, r))
     return W @ W.T / jnp.sqrt(r * d)
 
 
 def sample_tokens(key: jax.Array, n: int, T: int, d: int) -> jax.Array:
     """Tokens ``X``, shape ``(n, T, d)``, iid N(0, 1) entries (no ``1/sqrt(d)``)."""
+    _checks.prng_key("key", key)
     n = _checks.integer_at_least("n", n, 1)
     T = _checks.integer_at_least("T", T, 1)
     d = _checks.integer_at_least("d", d, 1)
+    _checks.check_memory(f"sample_tokens(n={n}, T={T}, d={d})", n * T * d, _itemsize())
     return jax.random.normal(key, (n, T, d))
 
 
@@ -86,8 +118,7 @@ def attention_indices(X: jax.Array, S: jax.Array) -> jax.Array:
     Returns:
         ``h``, shape ``(..., T, T)``, symmetric in its last two axes.
     """
-    if np.ndim(X) < 2:
-        raise ValueError(f"X must have shape (..., T, d), got shape {np.shape(X)}")
+    _checks.real_array("X", X, min_ndim=2)
     _checks.square_symmetric("S", S)
     if np.shape(X)[-1] != np.shape(S)[0]:
         raise ValueError(
@@ -102,18 +133,29 @@ def symmetric_noise(key: jax.Array, shape: Sequence[int], delta: float) -> jax.A
     ``shape`` is ``(..., T, T)``. This is the noise convention of the noisy
     channel (chapter 1, section "The model"): ``Z = sqrt(delta) (G + G^T)/2`` with G iid N(0, 1).
     """
-    delta = _checks.nonnegative("noise", delta)
-    G = jax.random.normal(key, tuple(shape))
+    _checks.prng_key("key", key)
+    delta = _checks.nonnegative("delta", delta)
+    shape = _shape_of_matrices("shape", shape)
+    _checks.check_memory(f"symmetric_noise(shape={shape})", int(np.prod(shape)), _itemsize())
+    G = jax.random.normal(key, shape)
     return jnp.sqrt(delta) * (G + jnp.swapaxes(G, -1, -2)) / 2
 
 
 def softmax(h: jax.Array, beta: float) -> jax.Array:
-    """Row-wise softmax ``exp(beta h_ab) / sum_c exp(beta h_ac)``, by log-sum-exp (finite for any beta)."""
+    """Row-wise softmax ``exp(beta h_ab) / sum_c exp(beta h_ac)``, by log-sum-exp.
+
+    ``beta`` finite and ``>= 0`` (its limit ``beta -> inf`` is :func:`hardmax`); ``h`` a finite
+    real array with at least one axis.
+    """
+    beta = _checks.nonnegative("beta", beta)
+    _checks.real_array("h", h, min_ndim=1)
     return jax.nn.softmax(beta * h, axis=-1)
 
 
 def hardmax(h: jax.Array) -> jax.Array:
-    """Row-wise hardmax: row ``a`` is the one-hot indicator of ``argmax_b h_ab``."""
+    """Row-wise hardmax: row ``a`` is the one-hot indicator of ``argmax_b h_ab`` (``h`` finite)."""
+    _checks.real_array("h", h, min_ndim=1)
+    h = jnp.asarray(h)
     return jax.nn.one_hot(jnp.argmax(h, axis=-1), h.shape[-1], dtype=h.dtype)
 
 
@@ -128,6 +170,10 @@ def apply_channel(h: jax.Array, channel: Channel = "softmax", beta: float = 1.0)
         beta: inverse temperature of the softmax and the sigmoid, ``beta >= 0``.
     """
     beta = _checks.nonnegative("beta", beta)
+    _checks.real_array("h", h, min_ndim=2)
+    if np.shape(h)[-1] != np.shape(h)[-2]:
+        raise ValueError(f"h must have shape (..., T, T), got {np.shape(h)}")
+    h = jnp.asarray(h)
     chs = _channels()
     if callable(channel) and not isinstance(channel, chs.Channel):
         g = channel
@@ -149,17 +195,20 @@ def deep_as_aim(hs: Sequence[jax.Array], beta: float = 1.0, c: float = 1.0) -> j
         c: skip (residual) strength.
     """
     beta = _checks.nonnegative("beta", beta)
-    if len(hs) < 1:
-        raise ValueError("hs must hold at least one layer (L >= 1)")
+    c = _checks.finite("c", c)
+    hs = _layers("hs", hs)
+    for ell, h in enumerate(hs):
+        _checks.real_array(f"hs[{ell}]", h, min_ndim=2)
+        if np.shape(h)[-1] != np.shape(h)[-2] or np.shape(h) != np.shape(hs[0]):
+            raise ValueError(f"hs[{ell}] must have the shape (..., T, T) of hs[0], {np.shape(hs[0])}, "
+                             f"got {np.shape(h)}")
+    hs = [jnp.asarray(h) for h in hs]
     T = hs[0].shape[-1]
     B = jnp.broadcast_to(jnp.eye(T, dtype=hs[0].dtype), hs[0].shape)
-    for ell, h in enumerate(hs):
-        A = B @ h @ jnp.swapaxes(B, -1, -2)
-        P = softmax(A, beta)
-        if ell == len(hs) - 1:
-            return P
+    for h in hs[:-1]:
+        P = softmax(B @ h @ jnp.swapaxes(B, -1, -2), beta)
         B = (c * jnp.eye(T, dtype=h.dtype) + P) @ B
-    raise AssertionError("unreachable")
+    return softmax(B @ hs[-1] @ jnp.swapaxes(B, -1, -2), beta)
 
 
 def deep_attention_literal(
@@ -176,20 +225,28 @@ def deep_attention_literal(
         Ss: list of ``L`` symmetric ``(d, d)`` matrices.
     """
     beta = _checks.nonnegative("beta", beta)
-    d = X.shape[-1]
+    c = _checks.finite("c", c)
+    _checks.real_array("X", X, min_ndim=2)
+    Ss = _layers("Ss", Ss)
+    d = np.shape(X)[-1]
+    for ell, S in enumerate(Ss):
+        _checks.square_symmetric(f"Ss[{ell}]", S)
+        if np.shape(S) != (d, d):
+            raise ValueError(f"Ss[{ell}] must have shape (d, d) = {(d, d)} (d from X), got {np.shape(S)}")
+    X = jnp.asarray(X)
     T = X.shape[-2]
     Xl = X
     B = jnp.broadcast_to(jnp.eye(T, dtype=X.dtype), X.shape[:-2] + (T, T))
-    for ell, S in enumerate(Ss):
+
+    def attention(S):
         A = jnp.einsum("...ad,de,...be->...ab", Xl, S, Xl) / jnp.sqrt(d)
-        A = A - jnp.trace(S) / jnp.sqrt(d) * (B @ jnp.swapaxes(B, -1, -2))
-        P = softmax(A, beta)
-        if ell == len(Ss) - 1:
-            return P
-        M = c * jnp.eye(T, dtype=X.dtype) + P
+        return softmax(A - jnp.trace(S) / jnp.sqrt(d) * (B @ jnp.swapaxes(B, -1, -2)), beta)
+
+    for S in Ss[:-1]:
+        M = c * jnp.eye(T, dtype=X.dtype) + attention(jnp.asarray(S))
         Xl = M @ Xl
         B = M @ B
-    raise AssertionError("unreachable")
+    return attention(jnp.asarray(Ss[-1]))
 
 
 def sample_data(
@@ -240,10 +297,12 @@ def sample_data(
         >>> X.shape, y.shape
         ((5, 3, 20), (5, 3, 3))
     """
+    _checks.prng_key("key", key)
     n = _checks.integer_at_least("n", n, 1)
     T = _checks.integer_at_least("T", T, 1)
     beta = _checks.nonnegative("beta", beta)
     noise = _checks.nonnegative("noise", noise)
+    c = _checks.finite("c", c)
     label_noise = _checks.nonnegative("label_noise", label_noise)
     log_outputs = _checks.boolean("log_outputs", log_outputs)
     chs = _channels()

@@ -175,3 +175,76 @@ def test_shape_validation(key):
         aim.sample_data(key, S, n=3, T=2, channel="deep")
     with pytest.raises(ValueError, match="shape"):
         aim.sample_data(key, [S, aim.sample_teacher(key, 12, 0.5)], n=3, T=2, channel="deep")
+
+
+# --- hostile input (issue: every bad input a clear error, no silent NaN) -------------------------
+
+
+def test_memory_estimate_refuses_before_allocating(key, monkeypatch):
+    # d = 200000 would be a 320 GB teacher and n = 1e9 tokens 160 GB: both crashed the interpreter
+    with pytest.raises(ValueError, match="sample_teacher.*GiB"):
+        aim.sample_teacher(key, 200_000, 1.0)
+    with pytest.raises(ValueError, match="sample_tokens.*GiB"):
+        aim.sample_tokens(key, 10**9, 2, 10)
+    monkeypatch.setenv("AIM_MAX_BYTES", "1000")  # the limit can be set: 8 * (10*10 + 10*5) > 1000
+    with pytest.raises(ValueError, match="AIM_MAX_BYTES"):
+        aim.sample_teacher(key, 10, 0.5)
+
+
+def test_log_outputs_are_finite_where_probabilities_underflow(key):
+    S = aim.sample_teacher(key, 100, 0.5)
+    k = jax.random.fold_in(key, 1)
+    X, y = aim.sample_data(k, S, 50, 3, beta=300.0)
+    X2, logy = aim.sample_data(k, S, 50, 3, beta=300.0, log_outputs=True)
+    assert np.any(np.asarray(y) == 0)  # the probabilities underflow at beta = 300 ...
+    assert np.all(np.isfinite(logy)) and np.all(np.asarray(logy) <= 0)  # ... the logs do not
+    np.testing.assert_array_equal(X, X2)
+    np.testing.assert_allclose(np.exp(logy), y, atol=1e-15)
+    np.testing.assert_allclose(jax.scipy.special.logsumexp(logy, axis=-1), 0, atol=1e-12)
+    with pytest.raises(ValueError, match="log_outputs"):
+        aim.sample_data(k, S, 5, 3, channel="hardmax", log_outputs=True)
+    with pytest.raises(TypeError, match="log_outputs"):
+        aim.sample_data(k, S, 5, 3, log_outputs="yes")
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda X, S, k: aim.attention_indices(X.at[0, 0, 0].set(np.nan), S), "X"),
+        (lambda X, S, k: aim.attention_indices(X.at[0, 0, 0].set(np.inf), S), "X"),
+        (lambda X, S, k: aim.attention_indices(X + 0j, S), "X"),
+        (lambda X, S, k: aim.softmax(jnp.ones((2, 2)), np.nan), "beta"),
+        (lambda X, S, k: aim.softmax(jnp.ones((2, 2)), np.inf), "beta"),
+        (lambda X, S, k: aim.hardmax(jnp.array([[np.nan, 1.0]])), "h"),
+        (lambda X, S, k: aim.deep_as_aim([jnp.ones((2, 2))], 1.0, np.nan), "c"),
+        (lambda X, S, k: aim.deep_as_aim([], 1.0, 1.0), "hs"),
+        (lambda X, S, k: aim.deep_as_aim([jnp.ones((2, 2)), jnp.ones((3, 3))], 1.0, 1.0), "hs"),
+        (lambda X, S, k: aim.deep_attention_literal(X, [], 1.0, 1.0), "Ss"),
+        (lambda X, S, k: aim.deep_attention_literal(X, [S[:5, :5]], 1.0, 1.0), "Ss"),
+        (lambda X, S, k: aim.deep_attention_literal(X, [S.at[0, 1].set(5.0)], 1.0, 1.0), "Ss"),
+        (lambda X, S, k: aim.sample_teacher(k, 10, True), "rho"),
+        (lambda X, S, k: aim.sample_teacher(k, 10, "0.5"), "rho"),
+        (lambda X, S, k: aim.sample_teacher(0, 10, 0.5), "key"),
+        (lambda X, S, k: aim.symmetric_noise(k, (2, 2), -1.0), "delta"),
+        (lambda X, S, k: aim.symmetric_noise(k, (2, 3), 1.0), "shape"),
+        (lambda X, S, k: aim.apply_channel(jnp.ones((2, 3)), "softmax"), "h"),
+        (lambda X, S, k: aim.sample_data(k, S, 5, 2, c=np.nan), "c"),
+    ],
+)
+def test_bad_model_inputs_name_the_argument(key, call, name):
+    S = aim.sample_teacher(key, 10, 0.5)
+    X = aim.sample_tokens(key, 3, 2, 10)
+    with pytest.raises((ValueError, TypeError), match=rf"^{name}\b|{name}\["):
+        call(X, S, key)
+
+
+def test_checks_pass_tracers_through(key):
+    # inside jit, grad and vmap the values cannot be checked; the shapes still are
+    S = aim.sample_teacher(key, 10, 0.5)
+    X = aim.sample_tokens(key, 3, 2, 10)
+    g = jax.grad(lambda S1: jnp.sum(aim.deep_attention_literal(X[0], [S1, S], 1.0, 1.0) ** 2))(S)
+    assert g.shape == (10, 10) and np.all(np.isfinite(g))
+    y = jax.jit(aim.softmax)(jnp.ones((2, 2)), 1.0)
+    np.testing.assert_allclose(y, 0.5)
+    Ss = jax.vmap(lambda k: aim.sample_teacher(k, 10, 0.5))(jax.random.split(key, 3))
+    assert Ss.shape == (3, 10, 10)
