@@ -248,3 +248,74 @@ def test_checks_pass_tracers_through(key):
     np.testing.assert_allclose(y, 0.5)
     Ss = jax.vmap(lambda k: aim.sample_teacher(k, 10, 0.5))(jax.random.split(key, 3))
     assert Ss.shape == (3, 10, 10)
+
+
+# --- property-based tests (Hypothesis) ------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+# a few fixed sizes (each new shape is a new compilation), the values drawn freely
+_FAST = settings(max_examples=25, deadline=None)
+_finite_h = st.floats(-1e3, 1e3, allow_nan=False)
+
+
+@_FAST
+@given(d=st.sampled_from([1, 7]), rho=st.floats(1e-3, 5.0), seed=st.integers(0, 2**31 - 1))
+def test_teacher_is_symmetric_psd_of_rank_r(d, rho, seed):
+    S = np.asarray(aim.sample_teacher(jax.random.key(seed), d, rho))
+    assert S.shape == (d, d) and np.all(np.isfinite(S))
+    np.testing.assert_allclose(S, S.T, atol=1e-12)
+    ev = np.linalg.eigvalsh(S)
+    assert ev.min() > -1e-10 * max(1.0, ev.max())
+    assert np.sum(ev > 1e-9 * max(1.0, ev.max())) <= min(d, aim.teacher_width(d, rho))
+
+
+@_FAST
+@given(T=st.sampled_from([1, 4]), n=st.just(3), beta=st.floats(0.0, 1e6),
+       h=st.lists(_finite_h, min_size=100, max_size=100))
+def test_softmax_rows_are_probabilities_and_hardmax_one_hot(T, n, beta, h):
+    hh = jnp.asarray(np.resize(np.asarray(h), (n, T, T)))
+    y = np.asarray(aim.softmax(hh, beta))
+    assert np.all(np.isfinite(y)) and np.all(y >= 0)
+    np.testing.assert_allclose(y.sum(-1), 1.0, atol=1e-12)
+    yh = np.asarray(aim.hardmax(hh))
+    assert set(np.unique(yh)) <= {0.0, 1.0} and np.all(yh.sum(-1) == 1)
+
+
+@_FAST
+@given(d=st.just(6), T=st.sampled_from([2, 3]), n=st.just(4), beta=st.floats(0.0, 1e4),
+       seed=st.integers(0, 2**31 - 1))
+def test_sampled_indices_symmetric_and_log_outputs_normalised(d, T, n, beta, seed):
+    k1, k2 = jax.random.split(jax.random.key(seed))
+    S = aim.sample_teacher(k1, d, 0.5)
+    X, logy = aim.sample_data(k2, S, n, T, beta=beta, log_outputs=True)
+    h = np.asarray(aim.attention_indices(X, S))
+    assert h.shape == (n, T, T)
+    np.testing.assert_allclose(h, np.swapaxes(h, -1, -2), atol=1e-10)
+    assert np.all(np.isfinite(logy)) and np.all(np.asarray(logy) <= 1e-12)
+    np.testing.assert_allclose(jax.scipy.special.logsumexp(logy, axis=-1), 0, atol=1e-10)
+
+
+_not_a_positive_number = st.one_of(
+    st.floats(max_value=0.0), st.just(float("nan")), st.just(float("inf")), st.booleans(), st.text(max_size=3),
+    st.none(), st.complex_numbers(allow_nan=False, min_magnitude=1e-3).filter(lambda z: z.imag != 0),
+)
+_not_a_size = st.one_of(st.integers(max_value=0), st.floats(allow_nan=True), st.booleans(), st.text(max_size=3),
+                        st.none())
+
+
+@_FAST
+@given(bad=_not_a_positive_number)
+def test_bad_width_ratio_named(bad):
+    with pytest.raises((ValueError, TypeError), match=r"^rho "):
+        aim.sample_teacher(jax.random.key(0), 4, bad)
+
+
+@_FAST
+@given(bad=_not_a_size, which=st.sampled_from(["n", "T", "d"]))
+def test_bad_sizes_named(bad, which):
+    kw = dict(n=2, T=2, d=3)
+    kw[which] = bad
+    with pytest.raises((ValueError, TypeError), match=rf"^{which} "):
+        aim.sample_tokens(jax.random.key(0), **kw)
