@@ -1,6 +1,7 @@
-"""``python -m aim_tutorial reproduce FIGURE --scale smoke|book|paper [--out DIR]``.
+"""``python -m aim_tutorial reproduce FIGURE --scale smoke|book|paper [--out DIR] [--seed N] [--force]``.
 
-See :mod:`aim_tutorial.reproduce`.
+See :mod:`aim_tutorial.reproduce` (the arguments are checked before computing; the files of a
+figure are replaced together, or not at all; another run's files are kept unless ``--force``).
 """
 
 import sys

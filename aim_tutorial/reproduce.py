@@ -4,8 +4,21 @@
 computes the data of one figure (or ``all``) with the package's public
 functions, writes it to ``DIR/FIGURE.csv`` (a CSV whose commented header holds
 the parameters, the seed, the scale, the package and JAX versions and the
-device) and draws it to ``DIR/FIGURE.png`` and ``DIR/FIGURE.pdf``.
-``python -m aim_tutorial reproduce --list`` lists the figures.
+device) and draws it to ``DIR/FIGURE.png`` and ``DIR/FIGURE.pdf``; ``DIR/FIGURE.manifest.json`` ties
+the three together (figure, scale, seed, versions, command, start and end times, the SHA-256 of each
+file and the CSV's row count). ``python -m aim_tutorial reproduce --list`` lists the figures.
+
+No lost results:
+
+* every argument (figure, scale, seed, ``--out``) is checked before the computation, which may take
+  hours; a bad one exits with status 2 and a one-line message;
+* the four files are written under temporary names in ``DIR`` and renamed into place together once
+  all are complete, the manifest last (a Ctrl-C is held during the renames; a failed rename puts the
+  previous files back): a fault or a Ctrl-C leaves the previous complete set, and no temporary file;
+* the CSV states its row count in its header, and :func:`read_data` checks it and, when the manifest
+  is there, the SHA-256: a truncated or mismatched file is refused with an error naming it;
+* the files of another run (another scale or seed) of the same figure are not overwritten without
+  ``--force`` (``force=True``); a rerun with the same scale and seed rewrites them (same numbers).
 
 The sizes of every figure at every scale live in
 ``aim_tutorial.config._SIZES["reproduce"]``: ``smoke`` runs in seconds (it only
@@ -62,12 +75,16 @@ __all__ = [
     "FIGURES",
     "FigureData",
     "FigureSpec",
+    "HeldInterrupt",
     "ReproduceResult",
+    "ResultsExistError",
+    "SEED_MAX",
     "compute_figure",
     "figure_sizes",
     "list_figures",
     "plot_figure",
     "read_data",
+    "read_manifest",
     "reproduce",
     "write_data",
 ]
@@ -475,6 +492,319 @@ def list_figures() -> list:
     return list(FIGURES)
 
 
+# --------------------------------------------------------------------------- arguments
+
+SEED_MAX = 2**32 - 1
+"""The largest seed. ``jax.random.key`` takes a 64-bit integer, but with 32-bit JAX it keeps only
+the low 32 bits (``2**32`` gives the key of ``0``) and it maps negative seeds onto large ones; seeds in
+``[0, 2**32 - 1]`` give distinct keys, the same with and without ``jax_enable_x64``."""
+
+
+def _check_seed(seed) -> int:
+    """``seed`` an integer in ``[0, SEED_MAX]`` (bools, floats and strings rejected)."""
+    seed = _checks.integer_at_least("seed", seed, 0)
+    if seed > SEED_MAX:
+        raise ValueError(f"seed must be an integer in [0, 2**32 - 1], got {seed!r}")
+    return seed
+
+
+def _check_out(out) -> str:
+    """``out`` a directory that exists and is writable, or that can be created; nothing is created.
+
+    Refused: ``''``, an existing file that is not a directory, a path under a file (``/dev/null/x``),
+    a broken symbolic link, a directory this process cannot write in.
+    """
+    if isinstance(out, bytes) or not isinstance(out, (str, os.PathLike)):
+        raise _checks.ArgumentTypeError(f"out must be a directory path (a str), got {out!r}")
+    out = os.fspath(out)
+    if not isinstance(out, str):
+        raise _checks.ArgumentTypeError(f"out must be a directory path (a str), got {out!r}")
+    if out == "" or "\0" in out:
+        raise ValueError(f"out must be a directory path, got {out!r}")
+    if os.path.exists(out):
+        if not os.path.isdir(out):
+            raise ValueError(f"out: {out!r} exists and is not a directory")
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise ValueError(f"out: cannot write in the directory {out!r} (permission denied)")
+        return out
+    p = os.path.abspath(out)
+    while not os.path.exists(p):
+        if os.path.lexists(p):
+            raise ValueError(f"out: {p!r} is a broken symbolic link")
+        parent = os.path.dirname(p)
+        if parent == p:  # pragma: no cover - the root always exists
+            break
+        p = parent
+    if not os.path.isdir(p):
+        raise ValueError(f"out: cannot create {out!r}: {p!r} is not a directory")
+    if not os.access(p, os.W_OK | os.X_OK):
+        raise ValueError(f"out: cannot create {out!r}: no permission to write in {p!r}")
+    return out
+
+
+def _prepare_out(out: str) -> list:
+    """Create ``out`` (checked by :func:`_check_out`) and prove that a file can be written in it.
+
+    Returns the directories created (deepest last), for :func:`_remove_created` on failure.
+    Raises ``ValueError`` when the directory cannot be created or written (a read-only file
+    system, a quota, a race with another process).
+    """
+    created = []
+    p = os.path.abspath(out)
+    missing = []
+    while not os.path.isdir(p):
+        missing.append(p)
+        parent = os.path.dirname(p)
+        if parent == p:  # pragma: no cover
+            break
+        p = parent
+    try:
+        for d in reversed(missing):
+            os.mkdir(d)
+            created.append(d)
+        path = _new_temp(out, ".write-probe")
+        os.remove(path)
+    except OSError as e:
+        _remove_created(created)
+        raise ValueError(f"out: cannot write in {out!r}: {e.strerror or e}") from None
+    return created
+
+
+def _remove_created(created: list) -> None:
+    """Remove the directories :func:`_prepare_out` created, if they are still empty."""
+    for d in reversed(created):
+        try:
+            os.rmdir(d)
+        except OSError:
+            break
+
+
+# --------------------------------------------------------------------------- files of one run
+
+
+def _paths(out: str, name: str) -> dict:
+    """The four files of figure ``name`` in ``out``."""
+    base = os.path.join(out, name)
+    return {"csv": base + ".csv", "png": base + ".png", "pdf": base + ".pdf",
+            "manifest": base + ".manifest.json"}
+
+
+def _read_header(path: str, limit: int = 64) -> dict:
+    """The ``# key: value`` lines at the top of a CSV written by :func:`write_data`."""
+    header = {}
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for _ in range(limit):
+            line = f.readline()
+            if not line.startswith("#"):
+                break
+            k, _, v = line[1:].strip().partition(": ")
+            header[k] = v
+    return header
+
+
+def _existing_run(out: str, name: str) -> Optional[dict]:
+    """What the files of figure ``name`` already in ``out`` say about the run that wrote them.
+
+    ``None`` when there are none; else a dict with ``scale`` and ``seed`` (``None`` when the
+    files cannot tell) and ``source``, the file that told.
+    """
+    paths = _paths(out, name)
+    present = [p for p in paths.values() if os.path.lexists(p)]
+    if not present:
+        return None
+    for p in present:
+        if os.path.isdir(p):
+            raise ValueError(f"out: {p!r} is a directory; a figure file cannot be written there")
+    man = paths["manifest"]
+    if os.path.lexists(man):
+        try:
+            with open(man, encoding="utf-8") as f:
+                m = json.load(f)
+            return dict(scale=m["scale"], seed=m["seed"], figure=m.get("figure", name), source=man)
+        except (OSError, ValueError, KeyError, TypeError):
+            return dict(scale=None, seed=None, figure=None, source=man, why="unreadable manifest")
+    if os.path.lexists(paths["csv"]):
+        try:
+            h = _read_header(paths["csv"])
+            return dict(scale=h["scale"], seed=int(h["seed"]), figure=name, source=paths["csv"])
+        except (OSError, ValueError, KeyError):
+            return dict(scale=None, seed=None, figure=None, source=paths["csv"],
+                        why="no scale and seed in it")
+    return dict(scale=None, seed=None, figure=None, source=present[0], why="no CSV or manifest beside it")
+
+
+class ResultsExistError(FileExistsError):
+    """The output directory holds another run's results for this figure (pass ``force=True``)."""
+
+
+def _check_overwrite(out: str, name: str, scale: str, seed: int, force: bool) -> None:
+    """Refuse to replace the files of another run (another scale or seed) unless ``force``.
+
+    The same figure, scale and seed may be rewritten: it reproduces the same numbers (with,
+    perhaps, a newer version of the package, which the new manifest records).
+    """
+    old = _existing_run(out, name)
+    if old is None or force:
+        return
+    if old["scale"] == scale and old["seed"] == seed and old["figure"] == name:
+        return
+    if old["scale"] is None:
+        what = f"files of an unknown run ({old['why']}: {old['source']})"
+    else:
+        what = f"another run's results (scale {old['scale']}, seed {old['seed']}, from {old['source']})"
+    raise ResultsExistError(
+        f"{os.path.join(out, name)}.* hold {what}, not those of this run (scale {scale}, seed {seed}): "
+        "refusing to overwrite them; pass --force (force=True) to replace them, or choose another --out"
+    )
+
+
+def _new_temp(directory: str, suffix: str) -> str:
+    """Create an empty temporary file in ``directory`` (mode 0666 less the umask, like ``open``)."""
+    import secrets
+
+    for _ in range(100):
+        path = os.path.join(directory, f".{suffix.lstrip('.')}.{secrets.token_hex(6)}.tmp")
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+        except FileExistsError:  # pragma: no cover - 48 random bits
+            continue
+        os.close(fd)
+        return path
+    raise FileExistsError(f"cannot create a temporary file in {directory!r}")  # pragma: no cover
+
+
+def _fsync_dir(directory: str) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - not on every platform
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+class HeldInterrupt(KeyboardInterrupt):
+    """A Ctrl-C held while a complete set of files was renamed into place, raised once it was."""
+
+
+class _DeferInterrupt:
+    """Hold a Ctrl-C (SIGINT) until the block ends, then raise it: the renames are not cut in half."""
+
+    def __enter__(self):
+        import signal
+        import threading
+
+        self.got, self.prev = None, None
+        # only in the main thread, and only over a handler set from Python (one that can be put back)
+        main = threading.current_thread() is threading.main_thread()
+        if main and signal.getsignal(signal.SIGINT) is not None:
+            try:
+                self.prev = signal.signal(signal.SIGINT, self._hold)
+            except (ValueError, OSError):  # pragma: no cover - no signals here
+                self.prev = None
+        return self
+
+    def _hold(self, signum, frame):
+        self.got = (signum, frame)
+
+    def __exit__(self, *exc):
+        import signal
+
+        if self.prev is not None:
+            signal.signal(signal.SIGINT, self.prev)
+        if self.got is not None and exc[0] is None:
+            if self.prev is signal.default_int_handler or self.prev == signal.SIG_DFL:
+                raise HeldInterrupt
+            if callable(self.prev):
+                self.prev(*self.got)
+        return False
+
+
+class _Staging:
+    """Files written under temporary names in their final directory, renamed into place together.
+
+    ``new(final)`` creates a temporary file for ``final``; ``commit()`` renames every temporary onto
+    its final name, in the order they were made (the manifest last), with Ctrl-C held until the last
+    rename; if a rename fails the files already replaced are put back (from hard links made just
+    before). Leaving the ``with`` block without ``commit()`` (an error, a ``KeyboardInterrupt``)
+    removes the temporaries: the previous files are never touched.
+    """
+
+    def __init__(self, directory: str):
+        self.directory = directory
+        self.files = []  # (temporary, final)
+
+    def __enter__(self):
+        return self
+
+    def new(self, final: str) -> str:
+        tmp = _new_temp(self.directory, os.path.basename(final))
+        self.files.append((tmp, final))
+        return tmp
+
+    def commit(self) -> None:
+        with _DeferInterrupt():
+            done, backups = [], []
+            try:
+                for tmp, final in self.files:
+                    existed, backup = os.path.lexists(final), None
+                    if existed:
+                        backup = _new_temp(self.directory, os.path.basename(final) + ".old")
+                        os.remove(backup)
+                        try:
+                            os.link(final, backup, follow_symlinks=False)
+                            backups.append(backup)
+                        except OSError:  # a file system without hard links: no way back for this one
+                            backup = None
+                    os.replace(tmp, final)
+                    done.append((final, existed, backup))
+            except BaseException:
+                for final, existed, backup in reversed(done):  # put the previous files back
+                    try:
+                        if backup is not None:
+                            os.replace(backup, final)
+                        elif not existed:
+                            os.remove(final)
+                        # else: the new file stays; the previous manifest, kept, no longer matches it
+                    except OSError:  # pragma: no cover - the manifest check still catches it
+                        pass
+                raise
+            finally:
+                for b in backups:
+                    try:
+                        os.remove(b)
+                    except OSError:
+                        pass
+            self.files = []
+            _fsync_dir(self.directory)
+
+    def __exit__(self, *exc):
+        for tmp, _ in self.files:
+            try:
+                os.remove(tmp)
+            except OSError:
+                pass
+        self.files = []
+        return False
+
+
+def _sha256(path: str) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _command(name: str, scale: str, seed: int) -> str:
+    return f"python -m aim_tutorial reproduce {name} --scale {scale} --seed {seed}"
+
+
 def _header(data: FigureData, scale: str, seed: int) -> list:
     import jax
 
@@ -487,12 +817,16 @@ def _header(data: FigureData, scale: str, seed: int) -> list:
         f"source: {spec.source}",
         f"scale: {scale}",
         f"seed: {seed}",
+        f"rows: {len(data.rows)}",
         f"aim_tutorial: {__version__}, jax: {jax.__version__}, device: {dev.platform} ({dev.device_kind}), "
         f"python: {platform.python_version()}, machine: {platform.machine()}",
         f"written: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M:%S} UTC",
-        f"command: python -m aim_tutorial reproduce {data.name} --scale {scale} --seed {seed}",
+        f"command: {_command(data.name, scale, seed)}",
         "params: " + json.dumps(data.params, sort_keys=True),
     ]
+
+
+# --------------------------------------------------------------------------- public functions
 
 
 def compute_figure(name: str, scale: str = "smoke", seed: int = 0, progress: bool = False) -> FigureData:
@@ -501,7 +835,8 @@ def compute_figure(name: str, scale: str = "smoke", seed: int = 0, progress: boo
     Args:
         name: one of :func:`list_figures`.
         scale: ``"smoke"``, ``"book"`` or ``"paper"``.
-        seed: root of every random key (``jax.random.key(seed)`` folded per point).
+        seed: root of every random key (``jax.random.key(seed)`` folded per point), an integer
+            in ``[0, 2**32 - 1]`` (:data:`SEED_MAX`).
         progress: show ``tqdm`` progress bars.
 
     Returns:
@@ -509,37 +844,153 @@ def compute_figure(name: str, scale: str = "smoke", seed: int = 0, progress: boo
     """
     name = _checks.one_of("figure", name, tuple(FIGURES))
     scale = _checks.one_of("scale", scale, SCALES)
-    seed = _checks.integer_at_least("seed", seed, 0)
+    seed = _check_seed(seed)
     sz = figure_sizes(name, scale)
     cols, rows, params = FIGURES[name].compute(sz, seed, bool(progress))
     params = dict(params, scale=scale, seed=seed)
     return FigureData(name, tuple(cols), np.asarray(rows, dtype=float).reshape(-1, len(cols)), params)
 
 
+def _write_csv(f, data: FigureData, scale: str, seed: int) -> None:
+    """The CSV text of ``data`` (a commented header, the column names, the rows) to the open file ``f``."""
+    for line in _header(data, scale, seed):
+        f.write(f"# {line}\n")
+    f.write(",".join(data.columns) + "\n")
+    for row in data.rows:
+        f.write(",".join(f"{v:.10g}" for v in row) + "\n")
+
+
+def _write_to(tmp: str, mode: str, writer: Callable) -> None:
+    """Open ``tmp``, let ``writer(f)`` fill it, and flush it to the disk."""
+    with open(tmp, mode, **({"encoding": "utf-8", "newline": "\n"} if "b" not in mode else {})) as f:
+        writer(f)
+        f.flush()
+        os.fsync(f.fileno())
+
+
 def write_data(data: FigureData, path: str, scale: str, seed: int) -> None:
-    """Write ``data`` as a CSV with a commented header (parameters, seed, versions, device)."""
-    with open(path, "w") as f:
-        for line in _header(data, scale, seed):
-            f.write(f"# {line}\n")
-        f.write(",".join(data.columns) + "\n")
-        for row in data.rows:
-            f.write(",".join(f"{v:.10g}" for v in row) + "\n")
+    """Write ``data`` as a CSV with a commented header (parameters, seed, row count, versions, device).
+
+    The file is written under a temporary name in the same directory and renamed onto ``path``
+    only once complete: ``path`` holds either its previous content or the whole new file.
+    """
+    path = os.fspath(path)
+    with _Staging(os.path.dirname(path) or ".") as st:
+        _write_to(st.new(path), "w", lambda f: _write_csv(f, data, scale, seed))
+        st.commit()
 
 
-def read_data(path: str) -> FigureData:
-    """Read a file written by :func:`write_data` back into a :class:`FigureData`."""
+def _manifest_path(csv_path: str) -> str:
+    stem = csv_path[:-4] if csv_path.endswith(".csv") else csv_path
+    return stem + ".manifest.json"
+
+
+def read_data(path: str, *, verify: bool = True) -> FigureData:
+    """Read a file written by :func:`write_data` back into a :class:`FigureData`.
+
+    The file must be complete: it must end with a newline, hold the number of rows its header
+    states (``# rows: N``) and, when a manifest ``FIGURE.manifest.json`` lies beside it (written by
+    :func:`reproduce`), match the row count and the SHA-256 the manifest records. A file that fails
+    (truncated by a fault, written by an interrupted run, edited by hand) raises ``ValueError``
+    naming it. ``verify=False`` skips the row count and manifest checks (to inspect such a file).
+    Files written before the row count was recorded are read with a warning.
+    """
+    import warnings
+
+    path = os.fspath(path)
+    verify = _checks.boolean("verify", verify)
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a CSV written by aim_tutorial.reproduce (not UTF-8 text)") from None
+    if verify and raw and not raw.endswith(b"\n"):
+        raise ValueError(f"{path}: truncated (its last line is incomplete); rerun the figure to rewrite it")
     header, body = {}, []
-    with open(path) as f:
-        for line in f:
-            if line.startswith("#"):
-                k, _, v = line[1:].strip().partition(": ")
-                header[k] = v
-            else:
-                body.append(line.strip())
+    for line in text.splitlines():
+        if line.startswith("#"):
+            k, _, v = line[1:].strip().partition(": ")
+            header[k] = v
+        elif line.strip():
+            body.append(line.strip())
+    if "aim_tutorial reproduce" not in header or "params" not in header or not body:
+        raise ValueError(f"{path}: not a complete CSV written by aim_tutorial.reproduce (header or column "
+                         "line missing: truncated?)")
     cols = tuple(body[0].split(","))
-    rows = np.array([[float(v) for v in line.split(",")] for line in body[1:] if line], dtype=float)
+    try:
+        values = [[float(v) for v in line.split(",")] for line in body[1:]]
+    except ValueError as e:
+        raise ValueError(f"{path}: a row that is not numbers ({e}): a damaged file") from None
+    bad = [i for i, r in enumerate(values) if len(r) != len(cols)]
+    if bad:
+        raise ValueError(f"{path}: data line {bad[0] + 1} has {len(values[bad[0]])} fields, the header "
+                         f"{len(cols)}: a damaged file")
+    rows = np.array(values, dtype=float).reshape(-1, len(cols))
+    if verify:
+        if "rows" in header:
+            try:
+                want = int(header["rows"])
+            except ValueError:
+                raise ValueError(f"{path}: its header line 'rows: {header['rows']}' is not a count") from None
+            if want != len(rows):
+                raise ValueError(f"{path}: truncated or incomplete: its header states {want} rows, it holds "
+                                 f"{len(rows)}; rerun the figure to rewrite it")
+        else:
+            warnings.warn(f"{path} states no row count (written by an older aim_tutorial): its completeness "
+                          "cannot be checked", UserWarning, stacklevel=2)
+        man = _manifest_path(path)
+        if os.path.exists(man):
+            try:
+                with open(man, encoding="utf-8") as f:
+                    entry = json.load(f)["files"]["csv"]
+                want_sha, want_rows, want_name = entry["sha256"], int(entry["rows"]), entry["name"]
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                raise ValueError(f"{path}: its manifest {man} cannot be read ({e!r})") from None
+            if want_name != os.path.basename(path):
+                raise ValueError(f"{path}: its manifest {man} describes {want_name}, not this file")
+            import hashlib
+
+            if hashlib.sha256(raw).hexdigest() != want_sha or want_rows != len(rows):
+                raise ValueError(
+                    f"{path} does not match its manifest {man} (SHA-256 or row count differ: "
+                    f"{len(rows)} rows, {want_rows} recorded): an incomplete or interrupted write, or an "
+                    "edit; rerun the figure to rewrite both (read_data(..., verify=False) reads it anyway)"
+                )
     name = header["aim_tutorial reproduce"].split(":")[0]
-    return FigureData(name, cols, rows.reshape(-1, len(cols)), json.loads(header["params"]))
+    return FigureData(name, cols, rows, json.loads(header["params"]))
+
+
+def read_manifest(out: str, name: str, *, verify: bool = True) -> dict:
+    """The manifest of figure ``name`` in directory ``out`` (``FileNotFoundError`` if there is none).
+
+    With ``verify`` (the default), every file it lists (CSV, PNG, PDF) must be there with the
+    SHA-256 it records, else ``ValueError`` naming the file: the set is one run's, complete.
+    """
+    out = os.fspath(out)
+    verify = _checks.boolean("verify", verify)
+    man = _paths(out, name)["manifest"]
+    with open(man, encoding="utf-8") as f:
+        try:
+            m = json.load(f)
+        except ValueError as e:
+            raise ValueError(f"{man}: not a readable manifest ({e})") from None
+    if verify:
+        try:
+            files = [(e["name"], e["sha256"]) for e in m["files"].values()]
+            if any(not isinstance(f, str) or f != os.path.basename(f) or f in ("", ".", "..")
+                   for f, _ in files):
+                raise TypeError
+        except (KeyError, TypeError, AttributeError):
+            raise ValueError(f"{man}: not a manifest written by aim_tutorial.reproduce") from None
+        for fname, sha in files:
+            path = os.path.join(out, fname)
+            if not os.path.exists(path):
+                raise ValueError(f"{path} is missing: the set of {man} is incomplete")
+            if _sha256(path) != sha:
+                raise ValueError(f"{path} does not match its manifest {man} (SHA-256 differs): an "
+                                 "interrupted write or an edit; rerun the figure to rewrite the set")
+    return m
 
 
 def plot_figure(data: FigureData):
@@ -555,16 +1006,69 @@ def plot_figure(data: FigureData):
     return fig
 
 
+def _utc_now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _write_set(data: FigureData, out: str, scale: str, seed: int, started: str) -> dict:
+    """Write the CSV, PNG, PDF and manifest of one run: all under temporary names, then renamed."""
+    import jax
+
+    from . import __version__
+
+    paths = _paths(out, data.name)
+    with _Staging(out) as st:
+        tmp = {k: st.new(paths[k]) for k in ("csv", "png", "pdf", "manifest")}  # renamed in this order
+        _write_to(tmp["csv"], "w", lambda f: _write_csv(f, data, scale, seed))
+        fig = plot_figure(data)
+        _write_to(tmp["png"], "wb", lambda f: fig.savefig(f, format="png"))
+        _write_to(tmp["pdf"], "wb", lambda f: fig.savefig(f, format="pdf"))
+        dev = jax.devices()[0]
+        manifest = {
+            "manifest": "aim_tutorial reproduce",
+            "manifest_version": 1,
+            "figure": data.name,
+            "scale": scale,
+            "seed": seed,
+            "aim_tutorial": __version__,
+            "jax": jax.__version__,
+            "device": f"{dev.platform} ({dev.device_kind})",
+            "python": platform.python_version(),
+            "command": _command(data.name, scale, seed),
+            "started": started,
+            "finished": _utc_now(),
+            "files": {
+                k: {"name": os.path.basename(paths[k]), "sha256": _sha256(tmp[k]),
+                    "bytes": os.path.getsize(tmp[k])}
+                for k in ("csv", "png", "pdf")
+            },
+        }
+        manifest["files"]["csv"]["rows"] = int(len(data.rows))
+        manifest["files"]["csv"]["columns"] = list(data.columns)
+        _write_to(tmp["manifest"], "w", lambda f: f.write(json.dumps(manifest, indent=2) + "\n"))
+        st.commit()
+    return manifest
+
+
 def reproduce(name: str, scale: str = "smoke", out: str = "reproduced", seed: int = 0,
-              progress: bool = False) -> ReproduceResult:
-    """Compute figure ``name`` at ``scale`` and write ``out/name.csv``, ``.png`` and ``.pdf``.
+              progress: bool = False, *, force: bool = False) -> ReproduceResult:
+    """Compute figure ``name`` at ``scale`` and write ``out/name.{csv,png,pdf}`` and ``.manifest.json``.
+
+    Every argument is checked, and ``out`` created and tried, before the computation starts.
+    The four files are written under temporary names in ``out`` and renamed into place together,
+    the manifest (figure, scale, seed, versions, command, start and end times, the SHA-256 of each
+    file, the CSV's row count) last, once all are complete: an error or a Ctrl-C leaves the
+    previous set as it was and no temporary file behind.
 
     Args:
         name: one of :func:`list_figures`.
         scale: ``"smoke"`` (seconds), ``"book"`` (the book's sizes) or ``"paper"`` (the paper's; a GPU).
-        out: output directory (created if needed).
-        seed: root of every random key.
+        out: output directory (created if needed; not ``''``, not an existing file).
+        seed: root of every random key, an integer in ``[0, 2**32 - 1]``.
         progress: show ``tqdm`` progress bars.
+        force: replace the files of another run (another scale or seed) of this figure in ``out``;
+            without it they raise :class:`ResultsExistError` (before computing). A rerun with the
+            same scale and seed replaces its files without ``force``: it reproduces the same numbers.
 
     Returns:
         :class:`ReproduceResult` with the data and the paths written.
@@ -577,17 +1081,35 @@ def reproduce(name: str, scale: str = "smoke", out: str = "reproduced", seed: in
         True
     """
     t0 = time.perf_counter()
-    data = compute_figure(name, scale, seed, progress)
-    os.makedirs(out, exist_ok=True)
-    base = os.path.join(out, data.name)
-    write_data(data, base + ".csv", scale, seed)
-    fig = plot_figure(data)
-    fig.savefig(base + ".png")
-    fig.savefig(base + ".pdf")
-    return ReproduceResult(data, base + ".csv", base + ".png", base + ".pdf", time.perf_counter() - t0)
+    started = _utc_now()
+    name = _checks.one_of("figure", name, tuple(FIGURES))
+    scale = _checks.one_of("scale", scale, SCALES)
+    seed = _check_seed(seed)
+    force = _checks.boolean("force", force)
+    out = _check_out(out)
+    if os.path.isdir(out):
+        _check_overwrite(out, name, scale, seed, force)
+    created = _prepare_out(out)
+    try:
+        data = compute_figure(name, scale, seed, progress)
+        _write_set(data, out, scale, seed, started)
+    except BaseException:
+        _remove_created(created)
+        raise
+    paths = _paths(out, data.name)
+    return ReproduceResult(data, paths["csv"], paths["png"], paths["pdf"], time.perf_counter() - t0)
 
 
 # --------------------------------------------------------------------------- command line
+
+
+def _seed_arg(text: str) -> int:
+    import argparse
+
+    try:
+        return _check_seed(int(text, 10))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, 2**32 - 1], got {text!r}") from None
 
 
 def _parser():
@@ -602,19 +1124,31 @@ def _parser():
         "reproduce",
         help="regenerate a figure of the paper or the book",
         description="Regenerate a figure of the paper or of the book: writes DIR/FIGURE.csv "
-        "(data, with parameters, seed and versions in its header), DIR/FIGURE.png and DIR/FIGURE.pdf.",
+        "(data, with parameters, seed, row count and versions in its header), DIR/FIGURE.png, DIR/FIGURE.pdf "
+        "and DIR/FIGURE.manifest.json (scale, seed, command, times and the SHA-256 of each file). "
+        "The files are renamed into place together once all are written: an interrupted run leaves "
+        "the previous ones as they were.",
     )
     r.add_argument("figure", nargs="*", help="figure name(s), or 'all'; see --list")
     r.add_argument("--list", action="store_true", help="list the figures and exit")
     r.add_argument("--scale", default="smoke", help="smoke (seconds), book (minutes), paper (one GPU)")
     r.add_argument("--out", default="reproduced", help="output directory (default: ./reproduced)")
-    r.add_argument("--seed", type=int, default=0, help="root of every random key (default 0)")
+    r.add_argument("--seed", type=_seed_arg, default=0,
+                   help="root of every random key, an integer in [0, 2**32 - 1] (default 0)")
+    r.add_argument("--force", action="store_true",
+                   help="replace another run's results (another scale or seed) in DIR; without it they are "
+                   "kept and the command stops before computing (the same scale and seed are rewritten)")
     r.add_argument("--no-progress", action="store_true", help="no progress bars")
     return p
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Entry point of ``python -m aim_tutorial``; returns the exit status."""
+    """Entry point of ``python -m aim_tutorial``; returns the exit status.
+
+    Every argument is checked before anything is computed; a bad one exits with status 2 and a
+    one-line message. An interrupted run (Ctrl-C) exits with status 130, a failed write with 1,
+    leaving the previous files of the figure being written as they were.
+    """
     p = _parser()
     a = p.parse_args(argv)
     if a.list:
@@ -624,20 +1158,41 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
     if not a.figure:
         p.error("reproduce: give a figure name (or 'all'), or --list")
-    names = list(FIGURES) if a.figure == ["all"] else a.figure
+    names = list(FIGURES) if a.figure == ["all"] else list(dict.fromkeys(a.figure))
     try:
         _checks.one_of("scale", a.scale, SCALES)
         for name in names:
             _checks.one_of("figure", name, tuple(FIGURES))
-    except ValueError as e:
+        out = _check_out(a.out)
+        if os.path.isdir(out):
+            for name in names:
+                _check_overwrite(out, name, a.scale, a.seed, a.force)
+        created = _prepare_out(out)
+    except (ValueError, ResultsExistError) as e:
         p.error(str(e))
-    import jax
+    done, name = [], names[0]
+    try:
+        import jax
 
-    print(f"devices: {jax.devices()}", flush=True)
-    for name in names:
-        res = reproduce(name, a.scale, a.out, a.seed, progress=not a.no_progress)
-        print(f"{name}: {len(res.data.rows)} rows in {res.seconds:.1f} s -> {res.csv}, {res.png}, {res.pdf}",
-              flush=True)
+        print(f"devices: {jax.devices()}", flush=True)
+        for name in names:
+            res = reproduce(name, a.scale, out, a.seed, progress=not a.no_progress, force=a.force)
+            done.append(name)
+            print(f"{name}: {len(res.data.rows)} rows in {res.seconds:.1f} s -> {res.csv}, {res.png}, "
+                  f"{res.pdf}", flush=True)
+    except HeldInterrupt:  # Ctrl-C during the renames: held until the set was complete
+        done.append(name)
+        print(f"\ninterrupted after {name} was written (written: {', '.join(done)})", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        _remove_created(created if not done else [])
+        print(f"\ninterrupted during {name}: its previous files in {out} are as they were"
+              + (f" (written: {', '.join(done)})" if done else ""), file=sys.stderr)
+        return 130
+    except OSError as e:
+        _remove_created(created if not done else [])
+        print(f"error: {e}; the previous files of {name} are untouched", file=sys.stderr)
+        return 1
     return 0
 
 

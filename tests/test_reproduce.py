@@ -173,3 +173,370 @@ def test_module_entry_point(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "aim_tutorial", "reproduce", "nope"], capture_output=True,
                          text=True, timeout=300, cwd=tmp_path)
     assert bad.returncode == 2 and "figure must be one of" in bad.stderr
+
+
+# --------------------------------------------------------------------------- no lost results (issue 17)
+#
+# These tests replace the computation by a stub (``fake_compute``: 48 rows shaped like softmax-se, in
+# microseconds) and inject faults into the writing: the files, the plots and the renames are the real ones.
+
+import signal  # noqa: E402
+
+_FILES = ("softmax-se.csv", "softmax-se.png", "softmax-se.pdf", "softmax-se.manifest.json")
+
+
+def _fake_data(name="softmax-se", scale="smoke", seed=0):
+    T = np.repeat([2.0, 3.0], 24)
+    x = np.tile(np.linspace(0.0, 0.8, 24), 2)
+    m = np.clip(1 - x / 0.75, 0, 1) + 1e-3 * seed  # the seed shows in the numbers
+    rows = np.column_stack([T, x / (T * T + T - 2), x, m, np.ones_like(x)])
+    return rp.FigureData(name, ("T", "alpha", "x", "mmse", "converged"), rows,
+                         dict(rho=0.5, scale=scale, seed=seed))
+
+
+@pytest.fixture
+def fake_compute(monkeypatch):
+    """Replace the computation by a stub; ``calls`` records each call."""
+    calls = []
+
+    def compute(name, scale="smoke", seed=0, progress=False):
+        calls.append((name, scale, seed))
+        return _fake_data(name, scale, seed)
+
+    monkeypatch.setattr(rp, "compute_figure", compute)
+    return calls
+
+
+def open_text(path):
+    with open(path) as f:
+        return f.read()
+
+
+def _snapshot(d):
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir())}
+
+
+def _assert_consistent(d, seed):
+    """The four files of softmax-se in ``d``, nothing else, agreeing with the manifest."""
+    import hashlib
+
+    assert sorted(p.name for p in d.iterdir()) == sorted(_FILES)  # no temporary file left
+    man = rp.read_manifest(str(d), "softmax-se")
+    assert man["figure"] == "softmax-se" and man["seed"] == seed and man["scale"] == "smoke"
+    for kind in ("csv", "png", "pdf"):
+        f = man["files"][kind]
+        assert hashlib.sha256((d / f["name"]).read_bytes()).hexdigest() == f["sha256"]
+    data = rp.read_data(str(d / "softmax-se.csv"))  # verifies row count and hash
+    rp.read_manifest(str(d), "softmax-se")  # verifies the hash of every file
+    assert len(data.rows) == man["files"]["csv"]["rows"] == 48 and data.params["seed"] == seed
+
+
+def test_reproduce_writes_a_consistent_set_with_a_manifest(tmp_path, fake_compute):
+    res = rp.reproduce("softmax-se", "smoke", out=str(tmp_path), seed=5)
+    assert fake_compute == [("softmax-se", "smoke", 5)]
+    _assert_consistent(tmp_path, 5)
+    man = rp.read_manifest(str(tmp_path), "softmax-se")
+    assert man["command"] == "python -m aim_tutorial reproduce softmax-se --scale smoke --seed 5"
+    assert man["started"] <= man["finished"] and man["aim_tutorial"]
+    assert "# rows: 48\n" in open_text(res.csv)
+
+
+def _fault_csv(monkeypatch):
+    # the computation returns rows that fail after 5 have been written (a full disk mid-CSV)
+    class Rows(np.ndarray):
+        def __iter__(self):
+            for i, r in enumerate(np.ndarray.__iter__(self)):
+                if i == 5:
+                    raise OSError(28, "No space left on device (injected)")
+                yield r
+
+    monkeypatch.setattr(rp, "compute_figure",
+                        lambda name, scale, seed, progress=False: _fake_data(name, scale, seed)._replace(
+                            rows=_fake_data(name, scale, seed).rows.view(Rows)))
+    return OSError
+
+
+def _fault_plot(monkeypatch):
+    # Ctrl-C after the CSV is written, before the PNG
+    def interrupted(data):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rp, "plot_figure", interrupted)
+    return KeyboardInterrupt
+
+
+def _fault_pdf(monkeypatch):
+    # the PDF writer fails after the CSV and PNG are written
+    real = rp._write_to
+
+    def write_to(tmp, mode, writer):
+        if ".pdf." in os.path.basename(tmp):
+            raise OSError(5, "Input/output error (injected)")
+        return real(tmp, mode, writer)
+
+    monkeypatch.setattr(rp, "_write_to", write_to)
+    return OSError
+
+
+def _failing_rename(monkeypatch, target):
+    real = os.replace
+
+    def replace(src, dst):
+        if str(dst).endswith(target) and ".tmp" in str(src):
+            raise OSError(5, "Input/output error (injected)")
+        return real(src, dst)
+
+    monkeypatch.setattr(rp.os, "replace", replace)
+    return OSError
+
+
+def _fault_rename(monkeypatch):
+    # the CSV is renamed into place, then renaming the PNG fails: the previous CSV must be put back
+    return _failing_rename(monkeypatch, "softmax-se.png")
+
+
+def _fault_manifest_rename(monkeypatch):
+    # CSV, PNG and PDF renamed into place, then the manifest's rename fails: all three put back
+    return _failing_rename(monkeypatch, "softmax-se.manifest.json")
+
+
+@pytest.mark.parametrize("fault", [_fault_csv, _fault_plot, _fault_pdf, _fault_rename,
+                                   _fault_manifest_rename],
+                         ids=["mid-csv", "ctrl-c-before-png", "pdf", "rename", "manifest-rename"])
+@pytest.mark.parametrize("force", [False, True], ids=["same-seed", "other-seed-forced"])
+def test_a_fault_keeps_the_previous_set(tmp_path, fake_compute, monkeypatch, fault, force):
+    rp.reproduce("softmax-se", "smoke", out=str(tmp_path), seed=0)
+    before = _snapshot(tmp_path)
+    exc = fault(monkeypatch)
+    with pytest.raises(exc):
+        rp.reproduce("softmax-se", "smoke", out=str(tmp_path), seed=7 if force else 0, force=force)
+    monkeypatch.undo()
+    assert _snapshot(tmp_path) == before  # intact, byte for byte, and no temporary file
+    _assert_consistent(tmp_path, 0)
+
+
+def test_a_failed_rename_without_hard_links_is_detected(tmp_path, fake_compute, monkeypatch):
+    # on a file system without hard links the previous CSV cannot be put back: the kept manifest
+    # then no longer matches the new CSV, and read_data says so
+    rp.reproduce("softmax-se", "smoke", out=str(tmp_path), seed=0)
+
+    def no_link(*a, **k):
+        raise OSError(1, "Operation not permitted (injected)")
+
+    monkeypatch.setattr(rp.os, "link", no_link)
+    _fault_rename(monkeypatch)
+    with pytest.raises(OSError):
+        rp.reproduce("softmax-se", "smoke", out=str(tmp_path), seed=7, force=True)
+    monkeypatch.undo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(_FILES)  # no temporary file
+    with pytest.raises(ValueError, match="does not match its manifest"):
+        rp.read_data(str(tmp_path / "softmax-se.csv"))
+
+
+def test_ctrl_c_during_the_renames_is_held_until_the_set_is_complete(tmp_path, fake_compute, monkeypatch,
+                                                                        capsys):
+    rp.reproduce("softmax-se", "smoke", out=str(tmp_path), seed=0)
+    real, n = os.replace, []
+
+    def replace(src, dst):
+        n.append(dst)
+        if len(n) == 1:
+            signal.raise_signal(signal.SIGINT)  # Ctrl-C between the first rename and the others
+        return real(src, dst)
+
+    monkeypatch.setattr(rp.os, "replace", replace)
+    with pytest.raises(rp.HeldInterrupt):  # a KeyboardInterrupt
+        rp.reproduce("softmax-se", "smoke", out=str(tmp_path), seed=7, force=True)
+    assert len(n) == 4  # every rename ran; the interrupt came after
+    _assert_consistent(tmp_path, 7)  # the new set, complete
+    # the command line says which figure was written
+    n.clear()
+    assert rp.main(["reproduce", "softmax-se", "--out", str(tmp_path), "--seed", "8", "--force",
+                    "--no-progress"]) == 130
+    assert "interrupted after softmax-se was written" in capsys.readouterr().err
+    monkeypatch.undo()
+    _assert_consistent(tmp_path, 8)
+
+
+def test_cli_ctrl_c_exits_130_and_keeps_the_previous_set(tmp_path, fake_compute, monkeypatch, capsys):
+    assert rp.main(["reproduce", "softmax-se", "--out", str(tmp_path), "--no-progress"]) == 0
+    before = _snapshot(tmp_path)
+    _fault_plot(monkeypatch)
+    assert rp.main(["reproduce", "softmax-se", "--out", str(tmp_path), "--no-progress"]) == 130
+    assert "interrupted" in capsys.readouterr().err
+    assert _snapshot(tmp_path) == before
+
+
+def test_write_data_is_atomic(tmp_path, monkeypatch):
+    path = str(tmp_path / "f.csv")
+    rp.write_data(_fake_data(), path, "smoke", 0)
+    before = _snapshot(tmp_path)
+
+    def broken(f, data, scale, seed):
+        f.write("# aim_tutorial reproduce: softmax-se: partial\n")
+        raise OSError(28, "No space left on device (injected)")
+
+    monkeypatch.setattr(rp, "_write_csv", broken)
+    with pytest.raises(OSError):
+        rp.write_data(_fake_data(seed=3), path, "smoke", 3)
+    assert _snapshot(tmp_path) == before
+
+
+def test_read_data_refuses_a_truncated_csv(tmp_path):
+    path = tmp_path / "softmax-se.csv"  # no manifest: the header's row count detects it
+    rp.write_data(_fake_data(), str(path), "smoke", 0)
+    lines = path.read_text().splitlines(keepends=True)
+    n_header = sum(line.startswith("#") for line in lines) + 1
+    path.write_text("".join(lines[:n_header + 5]))  # 5 complete rows of 48
+    with pytest.raises(ValueError, match=r"softmax-se\.csv: truncated or incomplete: .* 48 rows, it holds 5"):
+        rp.read_data(str(path))
+    assert len(rp.read_data(str(path), verify=False).rows) == 5  # on request, for inspection
+    path.write_text("".join(lines)[:-3])  # cut inside the last row
+    with pytest.raises(ValueError, match=r"softmax-se\.csv: truncated"):
+        rp.read_data(str(path))
+    path.write_text("".join(lines[:3]))  # cut inside the header
+    with pytest.raises(ValueError, match=r"softmax-se\.csv: not a complete CSV"):
+        rp.read_data(str(path))
+
+
+def test_read_data_checks_the_manifest(tmp_path, fake_compute):
+    res = rp.reproduce("softmax-se", "smoke", out=str(tmp_path))
+    text = open_text(res.csv)
+    assert "\n2,0,0,1,1\n" in text
+    with open(res.csv, "w") as f:  # same row count, one number changed
+        f.write(text.replace("\n2,0,0,1,1\n", "\n2,0,0,0.5,1\n"))
+    with pytest.raises(ValueError, match=r"softmax-se\.csv does not match its manifest"):
+        rp.read_data(res.csv)
+    with pytest.raises(ValueError, match=r"softmax-se\.csv does not match its manifest"):
+        rp.read_manifest(str(tmp_path), "softmax-se")
+    with open(res.csv, "w") as f:
+        f.write(text)
+    rp.read_manifest(str(tmp_path), "softmax-se")
+    os.remove(res.png)
+    with pytest.raises(ValueError, match=r"softmax-se\.png is missing"):
+        rp.read_manifest(str(tmp_path), "softmax-se")
+    assert rp.read_manifest(str(tmp_path), "softmax-se", verify=False)["seed"] == 0
+
+
+def test_read_data_warns_on_a_csv_without_a_row_count(tmp_path):
+    path = tmp_path / "old.csv"
+    rp.write_data(_fake_data(), str(path), "smoke", 0)
+    path.write_text("".join(line for line in path.read_text().splitlines(keepends=True)
+                            if not line.startswith("# rows:")))
+    with pytest.warns(UserWarning, match="states no row count"):
+        assert len(rp.read_data(str(path)).rows) == 48
+
+
+@pytest.fixture
+def a_file(tmp_path):
+    p = tmp_path / "a-file"
+    p.write_text("not a directory\n")
+    return str(p)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["softmax-se", "--out", ""], "out must be a directory path"),
+    (["softmax-se", "--out", "/dev/null/x"], "'/dev/null' is not a directory"),
+    (["softmax-se", "--out", "A_FILE"], "exists and is not a directory"),
+    (["softmax-se", "--out", "A_FILE/sub"], "is not a directory"),
+    (["softmax-se", "--seed", "-1"], r"--seed: must be an integer in \[0, 2\*\*32 - 1\]"),
+    (["softmax-se", "--seed", str(2**70)], r"--seed: must be an integer in \[0, 2\*\*32 - 1\]"),
+    (["softmax-se", "--seed", str(2**32)], r"--seed: must be an integer in \[0, 2\*\*32 - 1\]"),
+    (["softmax-se", "--seed", "2**70"], "--seed: must be an integer"),
+    (["softmax-se", "--seed", "1.5"], "--seed: must be an integer"),
+    (["no-such-figure"], "figure must be one of"),
+    (["softmax-se", "--scale", "galactic"], "scale must be one of"),
+    (["all", "--scale", "huge"], "scale must be one of"),
+])
+def test_cli_bad_arguments_exit_2_before_computing(args, message, tmp_path, a_file, fake_compute, capsys):
+    args = [a.replace("A_FILE", a_file) for a in args]
+    if "--out" not in args:
+        args += ["--out", str(tmp_path / "out")]
+    before = sorted(os.listdir(tmp_path))
+    with pytest.raises(SystemExit) as e:
+        rp.main(["reproduce", *args, "--no-progress"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert "error:" in last and __import__("re").search(message, last), err
+    assert fake_compute == []  # never computed
+    assert sorted(os.listdir(tmp_path)) == before  # nothing created
+
+
+@pytest.mark.parametrize("kwargs, exc", [
+    (dict(out=""), ValueError),
+    (dict(out="/dev/null/x"), ValueError),
+    (dict(seed=-1), ValueError),
+    (dict(seed=2**70), ValueError),
+    (dict(seed=2**32), ValueError),
+    (dict(seed=True), TypeError),
+    (dict(seed=1.0), TypeError),
+    (dict(force="yes"), TypeError),
+    (dict(scale="huge"), ValueError),
+    (dict(name="nope"), ValueError),
+])
+def test_api_bad_arguments_raise_before_computing(kwargs, exc, tmp_path, fake_compute):
+    kw = dict(name="softmax-se", scale="smoke", out=str(tmp_path / "out"))
+    kw.update(kwargs)
+    with pytest.raises(exc):
+        rp.reproduce(**kw)
+    assert fake_compute == [] and not (tmp_path / "out").exists()
+
+
+def test_seed_range_is_the_one_of_distinct_keys():
+    import jax
+
+    assert rp._check_seed(rp.SEED_MAX) == 2**32 - 1
+    keys = [tuple(np.asarray(jax.random.key_data(jax.random.key(s)))) for s in (0, 1, rp.SEED_MAX)]
+    assert len(set(keys)) == 3
+
+
+def test_overwriting_another_run_needs_force(tmp_path, fake_compute, capsys):
+    out = str(tmp_path)
+    rp.reproduce("softmax-se", "smoke", out=out, seed=0)
+    before = _snapshot(tmp_path)
+    fake_compute.clear()
+    for args in (["--seed", "1"], ["--scale", "book"]):  # another seed, another scale
+        with pytest.raises(SystemExit) as e:
+            rp.main(["reproduce", "softmax-se", "--out", out, "--no-progress", *args])
+        assert e.value.code == 2
+        assert "another run's results (scale smoke, seed 0" in capsys.readouterr().err
+    with pytest.raises(rp.ResultsExistError, match="force"):
+        rp.reproduce("softmax-se", "smoke", out=out, seed=1)
+    assert fake_compute == [] and _snapshot(tmp_path) == before
+    # the same scale and seed: rewritten without --force (the same numbers)
+    assert rp.main(["reproduce", "softmax-se", "--out", out, "--no-progress"]) == 0
+    _assert_consistent(tmp_path, 0)
+    # --force: replaced
+    assert rp.main(["reproduce", "softmax-se", "--out", out, "--no-progress", "--seed", "1", "--force"]) == 0
+    _assert_consistent(tmp_path, 1)
+    assert fake_compute == [("softmax-se", "smoke", 0), ("softmax-se", "smoke", 1)]
+
+
+def test_files_of_unknown_or_older_runs_are_protected(tmp_path, fake_compute):
+    # a CSV of an older version (no manifest): its header tells the seed
+    rp.write_data(_fake_data(seed=3), str(tmp_path / "softmax-se.csv"), "smoke", 3)
+    with pytest.raises(rp.ResultsExistError, match="seed 3"):
+        rp.reproduce("softmax-se", "smoke", out=str(tmp_path), seed=0)
+    rp.reproduce("softmax-se", "smoke", out=str(tmp_path), seed=3)  # its own seed: rewritten
+    _assert_consistent(tmp_path, 3)
+    # a figure with neither CSV nor manifest: nobody can tell which run made it
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "softmax-se.png").write_bytes(b"\x89PNG")
+    with pytest.raises(rp.ResultsExistError, match="unknown run"):
+        rp.reproduce("softmax-se", "smoke", out=str(other))
+    assert fake_compute == [("softmax-se", "smoke", 3)]
+    rp.reproduce("softmax-se", "smoke", out=str(other), force=True)
+    _assert_consistent(other, 0)
+
+
+def test_a_failed_run_removes_the_directories_it_created(tmp_path, monkeypatch):
+    def boom(name, scale="smoke", seed=0, progress=False):
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(rp, "compute_figure", boom)
+    with pytest.raises(RuntimeError):
+        rp.reproduce("softmax-se", "smoke", out=str(tmp_path / "a" / "b"))
+    assert list(tmp_path.iterdir()) == []
