@@ -42,7 +42,8 @@ import numpy as np
 import optax
 
 from . import _checks
-from .gd import _largest_divisor_at_most, scan_students
+from .gd import (_array, _divergence, _largest_divisor_at_most, _scalar, _tokens_and_labels, _traced, _weights,
+                 scan_students)
 
 __all__ = [
     "DeepGDResult",
@@ -85,6 +86,8 @@ def sample_deep_teacher(key: jax.Array, d: int, rhos: Sequence[float]) -> list:
     """
     from .model import sample_teacher
 
+    key = _checks.prng_key("key", key)
+    d = _checks.integer_at_least("d", d, 1)
     rhos = _rhos(rhos)
     return [sample_teacher(k, d, r) for k, r in zip(jax.random.split(key, len(rhos)), rhos)]
 
@@ -92,9 +95,50 @@ def sample_deep_teacher(key: jax.Array, d: int, rhos: Sequence[float]) -> list:
 def deep_output(hs, beta, c):
     """Traceable eq. (eq-deep-aim): the output from stacked indices ``hs`` of shape ``(L, ..., T, T)``.
 
-    Same maths as :func:`aim_tutorial.model.deep_as_aim` without argument
-    validation, so that ``beta`` and ``c`` may be traced (``jit``, ``grad``).
+    Same maths as :func:`aim_tutorial.model.deep_as_aim`, traceable: ``beta`` and ``c``
+    may be traced (``jit``, ``grad``); shapes are always checked, values (finite
+    ``hs``, ``beta >= 0``, finite ``c``) when they are concrete.
+
+    Args:
+        hs: ``(L, ..., T, T)``, ``L, T >= 1``, the indices of the ``L`` layers.
+        beta: inverse temperature ``>= 0``.
+        c: skip strength (finite).
+
+    Returns:
+        ``(..., T, T)``, row-stochastic.
+
+    Raises:
+        ValueError: a shape that is not ``(L, ..., T, T)``, a value out of range, or (concrete
+            inputs) an output that overflowed (``(1 + |c|)^L`` and ``beta`` too large for float64).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from aim_tutorial.deep import deep_output
+        >>> deep_output(jnp.zeros((2, 3, 3)), 1.0, 1.0).sum(axis=-1).tolist()
+        [1.0, 1.0, 1.0]
     """
+    hs = _array("hs", hs, min_ndim=3)
+    shape = hs.shape
+    if shape[-1] != shape[-2] or min(shape) < 1:
+        raise ValueError(f"hs must have shape (L, ..., T, T) with L, T >= 1, got shape {shape}")
+    if not jnp.issubdtype(hs.dtype, jnp.floating):
+        hs = jnp.asarray(hs, dtype=jnp.float64)
+    _scalar("beta", beta, _checks.nonnegative)
+    _scalar("c", c, _checks.finite)
+    return _finite_output("deep_output", _deep_output(hs, beta, c), hs, beta, c)
+
+
+def _finite_output(what, out, *inputs):
+    """``out``, or a ``ValueError`` if it is not finite while every input is concrete (finite)."""
+    if any(_traced(v) for v in inputs) or _traced(out) or bool(jnp.all(jnp.isfinite(out))):
+        return out
+    raise ValueError(f"{what}: the output is not finite although the inputs are: B_l = (c I + P_l) B_(l-1) "
+                     "grows like (1 + |c|)^l and beta A_l overflowed float64; use a smaller |c|, beta or "
+                     "smaller indices")
+
+
+def _deep_output(hs, beta, c):
+    """:func:`deep_output` without validation (traced inside training)."""
     T = hs.shape[-1]
     eye = jnp.eye(T, dtype=hs.dtype)
     B = jnp.broadcast_to(eye, hs.shape[1:])
@@ -118,14 +162,26 @@ def observed_maps_to_indices(P_maps, beta, c):
     ``(T, T)`` entry is zero, eq. (eq-deep-decouple).
 
     Args:
-        P_maps: ``(L, ..., T, T)`` row-stochastic attention maps.
+        P_maps: ``(L, ..., T, T)`` row-stochastic attention maps with positive entries.
         beta: inverse temperature ``> 0``.
-        c: skip strength.
+        c: skip strength (finite) such that every ``B_l`` is invertible.
 
     Returns:
         ``(L, ..., T, T)``: ``h^l - h^l_TT 1 1^T`` for every layer.
+
+    Raises:
+        ValueError: maps that are not ``(L, ..., T, T)`` softmax outputs (rows summing to 1,
+            entries ``> 0``: a zero has no logarithm), ``beta <= 0``, ``c`` not finite, or a
+            ``B_l`` that is singular (then ``h`` is not determined by the maps).
     """
     beta = _checks.positive("beta", beta)
+    c = _checks.finite("c", c)
+    _checks.real_array("P_maps", P_maps, min_ndim=3)
+    if np.shape(P_maps)[-1] != np.shape(P_maps)[-2]:
+        raise ValueError(f"P_maps must have shape (L, ..., T, T), got shape {np.shape(P_maps)}")
+    _checks.row_stochastic("P_maps", P_maps)
+    if not np.all(np.asarray(P_maps) > 0):
+        raise ValueError("P_maps must have positive entries (softmax outputs; a zero has no logarithm)")
     P_maps = jnp.asarray(P_maps)
     T = P_maps.shape[-1]
     eye = jnp.eye(T, dtype=P_maps.dtype)
@@ -135,6 +191,11 @@ def observed_maps_to_indices(P_maps, beta, c):
         logP = jnp.log(P_maps[ell])
         phi = (logP - logP[..., -1:]) / beta  # phi_ab = A_ab - A_aT
         M = phi + jnp.swapaxes(phi[..., -1:, :], -1, -2)  # A_ab - A_TT = phi_ab + phi_Ta
+        cond = float(np.max(np.linalg.cond(np.asarray(B).reshape(-1, T, T))))
+        if not cond < 1e12:
+            raise ValueError(f"c = {c!r} makes B_{ell} (the product of the c I + P_m, m <= {ell}) singular "
+                             f"(condition number {cond:.3g}): the indices of layer {ell + 1} are not determined "
+                             "by the maps")
         Binv = jnp.linalg.inv(B)
         h = Binv @ M @ jnp.swapaxes(Binv, -1, -2)
         out.append(h - h[..., -1:, -1:])
@@ -158,16 +219,39 @@ def overlap_matrix(Ss, Rs=None) -> np.ndarray:
     Returns:
         NumPy array of shape ``(L, L')``.
 
+    Raises:
+        ValueError: an empty list, matrices that are not square, symmetric, finite and of one shape.
+
     Example:
         >>> import numpy as np, aim_tutorial as aim
         >>> aim.deep.overlap_matrix([np.eye(3), 2 * np.eye(3)]).tolist()
         [[1.0, 2.0], [2.0, 4.0]]
     """
+    _matrices("Ss", Ss)
+    if Rs is not None:
+        _matrices("Rs", Rs)
     A = np.asarray(jnp.stack([jnp.asarray(S) for S in Ss]))
     B = A if Rs is None else np.asarray(jnp.stack([jnp.asarray(R) for R in Rs]))
     if A.ndim != 3 or A.shape[1] != A.shape[2] or B.shape[1:] != A.shape[1:]:
         raise ValueError(f"Ss and Rs must hold (d, d) matrices of one shape, got {A.shape} and {B.shape}")
-    return np.einsum("lij,mij->lm", A, B) / A.shape[1]
+    Q = np.einsum("lij,mij->lm", A, B) / A.shape[1]
+    if not np.all(np.isfinite(Q)):
+        raise ValueError("overlap_matrix: Tr(S_l R_m)/d overflowed float64: the entries of Ss (or Rs) are too large")
+    return Q
+
+
+def _matrices(name, Ss):
+    """A non-empty list (or ``(L, d, d)`` array) of symmetric finite ``(d, d)`` matrices of one shape."""
+    if Ss is None or isinstance(Ss, (str, bytes, dict, set)) or not hasattr(Ss, "__len__"):
+        raise _checks.ArgumentTypeError(f"{name} must be a list of (d, d) matrices, got {type(Ss).__name__}")
+    if hasattr(Ss, "shape") and np.ndim(Ss) != 3:
+        raise ValueError(f"{name} must be a list of (d, d) matrices or an (L, d, d) array, got shape {np.shape(Ss)}")
+    if len(Ss) < 1:
+        raise ValueError(f"{name} must hold at least one (d, d) matrix, got none")
+    for i, S in enumerate(Ss):
+        _checks.square_symmetric(f"{name}[{i}]", S, atol=1e-6)
+        if np.shape(S) != np.shape(Ss[0]):
+            raise ValueError(f"{name}[{i}] must have the shape {np.shape(Ss[0])} of {name}[0], got {np.shape(S)}")
 
 
 def index_covariance(Q, T: int) -> np.ndarray:
@@ -179,8 +263,8 @@ def index_covariance(Q, T: int) -> np.ndarray:
     the covariance is ``kron(Q, C)`` with ``C = diag(2 if a = b else 1)``.
 
     Args:
-        Q: overlap matrix ``(L, L)``, symmetric.
-        T: tokens a sequence, ``>= 1``.
+        Q: overlap matrix ``(L, L)``, symmetric positive semi-definite.
+        T: tokens a sequence, ``>= 2`` (one token carries no attention).
 
     Returns:
         array of shape ``(L K, L K)``, ``K = T(T+1)/2``.
@@ -190,8 +274,12 @@ def index_covariance(Q, T: int) -> np.ndarray:
         >>> aim.deep.index_covariance(np.eye(1), 2).diagonal().tolist()
         [2.0, 1.0, 2.0]
     """
-    T = _checks.integer_at_least("T", T, 1)
+    T = _checks.integer_at_least("T", T, 2)
     _checks.square_symmetric("Q", Q)
+    Qn = np.asarray(Q, dtype=float)
+    if np.linalg.eigvalsh(Qn).min() < -1e-10 * max(1.0, float(np.abs(Qn).max())):
+        raise ValueError(f"Q must be positive semi-definite (an overlap matrix Tr(S_l S_m)/d), got {Qn.tolist()}")
+    _checks.check_memory(f"index_covariance(T={T})", (len(Qn) * T * (T + 1) // 2) ** 2)
     i, j = np.triu_indices(T)
     C = np.diag(np.where(i == j, 2.0, 1.0))
     return np.kron(np.asarray(Q, dtype=float), C)
@@ -211,7 +299,11 @@ def limit_overlap_matrix(rhos: Sequence[float]) -> np.ndarray:
         [[1.5, 0.5], [0.5, 1.5]]
     """
     r = np.asarray(_rhos(rhos))
-    return np.sqrt(np.outer(r, r)) + np.diag(np.ones_like(r))
+    with np.errstate(over="ignore"):
+        off = np.sqrt(np.outer(r, r))
+    if not np.all(np.isfinite(off)):  # rho_l rho_m overflows: the same numbers, another order
+        off = np.outer(np.sqrt(r), np.sqrt(r))
+    return off + np.diag(np.ones_like(r))
 
 
 def deep_alpha_count(rhos: Sequence[float], T: int) -> float:
@@ -234,7 +326,13 @@ def deep_alpha_count(rhos: Sequence[float], T: int) -> float:
 
 
 def _rhos(rhos):
-    if np.ndim(rhos) != 1 or len(rhos) < 1:
+    if rhos is None or isinstance(rhos, (str, bytes, dict, set)):
+        raise _checks.ArgumentTypeError(f"rhos must be a non-empty sequence of width ratios, got {rhos!r}")
+    try:
+        ndim = np.ndim(rhos)
+    except ValueError:  # a ragged nested list
+        ndim = -1
+    if ndim != 1 or len(rhos) < 1:
         raise ValueError(f"rhos must be a non-empty sequence of width ratios, got {rhos!r}")
     return [_checks.positive(f"rhos[{i}]", r) for i, r in enumerate(rhos)]
 
@@ -272,15 +370,61 @@ def deep_student_output(Ws, X, beta=1.0, c=1.0):
 
     Returns:
         ``(n, T, T)``.
+
+    Raises:
+        ValueError: no layer, weights that are not ``(d, r_l)`` with ``X``'s ``d``, ``X`` not
+            ``(n, T, d)`` with ``n, T, d >= 1``, ``beta < 0``, ``c`` not finite, entries that are
+            not finite (values are checked outside ``jit``).
     """
+    Ws = _student_weights(Ws, X)
+    _scalar("beta", beta, _checks.nonnegative)
+    _scalar("c", c, _checks.finite)
+    out = _deep_student_output(Ws, X, beta, c)
+    return _finite_output("deep_student_output", out, X, beta, c, *Ws)
+
+
+def _student_weights(Ws, X):
+    """A non-empty sequence of ``(d, r_l)`` weights, ``X`` ``(n, T, d)`` with the same ``d``."""
+    if isinstance(Ws, (str, bytes, dict, set)) or not hasattr(Ws, "__len__") or hasattr(Ws, "ndim") and Ws.ndim != 3:
+        raise _checks.ArgumentTypeError(f"Ws must be a tuple of L >= 1 weight matrices (d, r_l), got "
+                                        f"{type(Ws).__name__}")
+    if len(Ws) < 1:
+        raise ValueError("Ws must hold at least one layer's weights (L >= 1), got none")
+    Ws = tuple(_weights(W, f"Ws[{i}]") for i, W in enumerate(Ws))
+    if np.ndim(X) == 3 and np.shape(X)[-1] != Ws[0].shape[0]:
+        raise ValueError(f"Ws and X must share d: Ws[0] is {Ws[0].shape} (d = {Ws[0].shape[0]}), X is "
+                         f"{np.shape(X)} (n, T, d)")
+    _tokens_and_labels(X, None, Ws[0].shape[0])
+    for i, W in enumerate(Ws):
+        if W.shape[0] != Ws[0].shape[0]:
+            raise ValueError(f"Ws[{i}] must have shape (d, r) with d = {Ws[0].shape[0]} (as Ws[0]), got {W.shape}")
+    return Ws
+
+
+def _deep_student_output(Ws, X, beta, c):
     hs = jnp.stack([_student_indices(W, X) for W in Ws])
-    return deep_output(hs, beta, c)
+    return _deep_output(hs, beta, c)
 
 
 def deep_loss(Ws, X, y, beta=1.0, c=1.0):
-    """Square loss of a deep student, ``(1/d) sum_mu sum_ab (y_hat_ab - y_ab)^2``, eq. (eq-deep-loss)."""
+    """Square loss of a deep student, ``(1/d) sum_mu sum_ab (y_hat_ab - y_ab)^2``, eq. (eq-deep-loss).
+
+    ``y`` is ``(n, T, T)`` like the output, row-stochastic (checked outside ``jit``); the other
+    arguments as :func:`deep_student_output`.
+    """
+    Ws = _student_weights(Ws, X)
+    X, y = _tokens_and_labels(X, y)
+    if not _traced(y):
+        _checks.row_stochastic("y", y)
+    _scalar("beta", beta, _checks.nonnegative)
+    _scalar("c", c, _checks.finite)
+    return _deep_loss(Ws, X, y, beta, c)
+
+
+def _deep_loss(Ws, X, y, beta, c):
+    """:func:`deep_loss` without validation (traced inside training)."""
     d = X.shape[-1]
-    return jnp.sum((deep_student_output(Ws, X, beta, c) - y) ** 2) / d
+    return jnp.sum((_deep_student_output(Ws, X, beta, c) - y) ** 2) / d
 
 
 class DeepGDResult(NamedTuple):
@@ -297,6 +441,12 @@ class DeepGDResult(NamedTuple):
         error_mean: ``(L, R + 1)`` errors of the averaged ``S_hat``, or ``None``.
         finite: ``(K,)`` bool, whether each student's loss stayed finite.
         widths: the student widths ``(r_1, ..., r_L)``.
+        diverged: ``(K,)`` NumPy bool, whether each student diverged: a non-finite loss or
+            weights, a loss above ``gd.LOSS_FACTOR`` times ``max(initial loss, ||y||_F^2/d)``, or
+            some ``||S_{k,l}||_F^2/d`` above ``gd.NORM_FACTOR`` times the layer's scale
+            ``max(1 + rho_l, (d + r_l + 1)/d, ||S_true_l||_F^2/d)``.
+        status: tuple of ``K`` strings, why each student stopped (``"completed N steps"``, or
+            ``"non-finite: ..."`` / ``"diverged: ..."`` with the step, the value and the bound).
     """
 
     S_hat: jax.Array
@@ -309,6 +459,8 @@ class DeepGDResult(NamedTuple):
     error_mean: Optional[jax.Array]
     finite: jax.Array
     widths: tuple
+    diverged: Optional[np.ndarray] = None
+    status: tuple = ()
 
 
 def _deep_errors(Ws, S_true):
@@ -328,7 +480,7 @@ def _run(carry, X, y, S_true, lr, beta, c, *, n_records, record_every, track):
         return jnp.zeros((Ws[0].shape[0], len(Ws))), jnp.zeros((len(Ws),))
 
     carry, losses, err, err_mean = scan_students(
-        carry, lambda Ws: deep_loss(Ws, X, y, beta, c), optax.adam(lr), errors,
+        carry, lambda Ws: _deep_loss(Ws, X, y, beta, c), optax.adam(lr), errors,
         n_records=n_records, record_every=record_every)
     return carry, losses, jnp.moveaxis(err, 0, -1), jnp.moveaxis(err_mean, 0, -1)
 
@@ -375,7 +527,13 @@ def train_deep_gd(
             records); must divide ``steps``.
 
     Returns:
-        :class:`DeepGDResult`.
+        :class:`DeepGDResult`, with per student ``diverged`` and ``status`` (why it stopped).
+
+    Raises:
+        ValueError: an argument out of its range, each error naming it: no data (``n = 0``),
+            shapes of ``X``, ``y``, ``S_true``, ``widths`` that do not match, entries that are
+            not finite, ``y`` not row-stochastic, ``lr`` not in ``(0, inf)``, counts that are not
+            integers.
 
     Example:
         >>> import jax, aim_tutorial as aim
@@ -388,6 +546,7 @@ def train_deep_gd(
 
     Chapter 7, eqs. (eq-deep-student)-(eq-deep-loss).
     """
+    key = _checks.prng_key("key", key)
     rhos = _rhos(rhos)
     L = len(rhos)
     n_init = _checks.integer_at_least("n_init", n_init, 1)
@@ -395,18 +554,21 @@ def train_deep_gd(
     lr = _checks.positive("lr", lr)
     beta = _checks.positive("beta", beta)
     c = _checks.nonnegative("c", c)
-    if np.ndim(X) != 3:
-        raise ValueError(f"X must have shape (n, T, d), got shape {np.shape(X)}")
+    X, y = _tokens_and_labels(X, y)
+    _checks.row_stochastic("y", y)
     n, T, d = np.shape(X)
-    if np.shape(y) != (n, T, T):
-        raise ValueError(f"y must have shape (n, T, T) = {(n, T, T)}, got shape {np.shape(y)}")
     if widths is None:
         widths = [max(1, int(round(r * d))) for r in rhos]
+    if isinstance(widths, (str, bytes)) or not hasattr(widths, "__len__") or np.ndim(widths) != 1:
+        raise ValueError(f"widths must hold one width a layer (L = {L}), got {widths!r}")
     if len(widths) != L:
         raise ValueError(f"widths must hold one width a layer (L = {L}), got {widths!r}")
     widths = tuple(_checks.integer_at_least(f"widths[{i}]", w, 1) for i, w in enumerate(widths))
+    _checks.check_memory("train_deep_gd", 4 * n_init * d * sum(widths) + n_init * L * d * d + 2 * n * T * max(d, T))
     track = S_true is not None
     if track:
+        if isinstance(S_true, (str, bytes)) or not hasattr(S_true, "__len__"):
+            raise ValueError(f"S_true must hold one (d, d) matrix a layer (L = {L}), got {type(S_true).__name__}")
         if len(S_true) != L:
             raise ValueError(f"S_true must hold one (d, d) matrix a layer (L = {L}), got {len(S_true)}")
         for i, S in enumerate(S_true):
@@ -434,9 +596,15 @@ def train_deep_gd(
         carry, X, y, S_arr, jnp.float64(lr), jnp.float64(beta), jnp.float64(c),
         n_records=steps // record_every, record_every=record_every, track=track)
     Ws = carry[0]
-    final_loss = jax.vmap(deep_loss, in_axes=(0, None, None, None, None))(Ws, X, y, beta, c)
+    final_loss = jax.vmap(_deep_loss, in_axes=(0, None, None, None, None))(Ws, X, y, beta, c)
     finite = jnp.all(jnp.isfinite(loss), axis=1) & jnp.isfinite(final_loss)
     S_students = jnp.stack([_student_matrix(W) for W in Ws], axis=1)
+    scales = [max(1.0 + r, (d + w + 1) / d) for r, w in zip(rhos, widths)]  # the teacher's, a random student's
+    if track:
+        scales = [max(sc, float(jnp.sum(S * S)) / d) for sc, S in zip(scales, S_arr)]
+    norms = jnp.sum(S_students * S_students, axis=(-1, -2)) / d  # (K, L)
+    loss_ref = np.maximum(np.asarray(loss[:, 0]), float(jnp.sum(y * y)) / d)
+    diverged, status = _divergence(loss, final_loss, norms, scales, loss_ref, steps, layered=True)
     if track:
         error_students = jnp.concatenate([e0[..., None], err], axis=-1)
         error_mean = jnp.concatenate([em0[..., None], err_mean], axis=-1)
@@ -453,6 +621,8 @@ def train_deep_gd(
         error_mean=error_mean,
         finite=finite,
         widths=widths,
+        diverged=diverged,
+        status=status,
     )
 
 
@@ -567,9 +737,9 @@ def _q_hat_batch(key, q11, q22, q12, V1, V2, beta, c, *, T, n_omega, n_inner):
     Pi = jnp.asarray(_quotient(T))
     E = jnp.asarray(_sym_basis(T))
     k1, k2, k3, k4 = jax.random.split(key, 4)
-    # omega: covariance q kron C; Cholesky of the 2 x 2 q
-    l11 = jnp.sqrt(q11)
-    l21 = q12 / l11
+    # omega: covariance q kron C; Cholesky of the 2 x 2 q (q_11 = 0 forces q_12 = 0: then l21 = 0, exactly)
+    l11 = jnp.sqrt(jnp.maximum(q11, 0.0))
+    l21 = jnp.where(l11 > 0, q12 / jnp.where(l11 > 0, l11, 1.0), 0.0)
     l22 = jnp.sqrt(jnp.maximum(q22 - l21 * l21, 0.0))
     g = jax.random.normal(k1, (n_omega, 2, K)) * jnp.sqrt(Cd)
     om1 = l11 * g[:, 0]
@@ -629,8 +799,10 @@ def deep_q_hat(key, alpha, q, V, T: int = 2, beta: float = 1.0, c: float = 1.0,
     Args:
         key: ``jax.random`` key (common random numbers: the same key gives the same answer).
         alpha: sample complexity ``>= 0``.
-        q: ``(2, 2)`` overlap matrix of the estimates (``q_12 = sqrt(rho_1 rho_2)``
-            when the layers decouple, eq. (eq-deep-se)).
+        q: ``(2, 2)`` overlap matrix of the estimates, positive semi-definite (``q_12 =
+            sqrt(rho_1 rho_2)`` when the layers decouple, eq. (eq-deep-se)). Nothing divides
+            by ``q``: it is only the covariance of ``omega``, so a singular ``q`` (down to
+            ``q = 0``, ``omega = 0``: nothing known yet) is its exact limit.
         V: ``(V_1, V_2)``, the per-layer errors, each ``> 0``.
         T: tokens a sequence, ``>= 2``.
         beta: inverse temperature ``> 0``.
@@ -639,6 +811,10 @@ def deep_q_hat(key, alpha, q, V, T: int = 2, beta: float = 1.0, c: float = 1.0,
 
     Returns:
         :class:`DeepQHat`.
+
+    Raises:
+        ValueError: an argument out of range (each error names it), or a Monte Carlo
+            estimate that is not finite (it says which settings to change).
 
     Example:
         >>> import jax, numpy as np, aim_tutorial as aim
@@ -650,22 +826,41 @@ def deep_q_hat(key, alpha, q, V, T: int = 2, beta: float = 1.0, c: float = 1.0,
     Chapter 7. The limit ``V_1 -> 0`` (first layer known) gives
     ``q_hat_22 = alpha (T^2 + T - 2) / V_2`` exactly, the one-layer softmax value.
     """
+    key = _checks.prng_key("key", key)
     alpha = _checks.nonnegative("alpha", alpha)
+    T, beta, c, n_omega, n_inner = _channel_settings(T, beta, c, n_omega, n_inner)
+    if np.shape(q) != (2, 2):
+        raise ValueError(f"q must be a (2, 2) positive semi-definite matrix, got shape {np.shape(q)}")
+    _checks.square_symmetric("q", q)
+    q = np.asarray(q, dtype=float)
+    if q.shape != (2, 2) or np.linalg.eigvalsh(q).min() < -1e-12:
+        raise ValueError(f"q must be a (2, 2) positive semi-definite matrix, got {q.tolist()}")
+    V1, V2 = _two_errors(V)
+    m, s = _q_hat_mc(key, q[0, 0], q[1, 1], q[0, 1], V1, V2, beta, c, T=T, n_omega=n_omega, n_inner=n_inner)
+    if not (np.all(np.isfinite(m)) and np.all(np.isfinite(s))):
+        raise ValueError(f"deep_q_hat: the Monte Carlo estimate is not finite at q = {q.tolist()}, V = {(V1, V2)}, "
+                         f"beta = {beta}, c = {c}: B = c I + softmax is (nearly) singular; use c > 0 or a smaller beta")
+    return DeepQHat(alpha * np.asarray(m), alpha * np.asarray(s))
+
+
+def _channel_settings(T, beta, c, n_omega, n_inner):
+    """The settings :func:`deep_q_hat` and the state evolution share, checked (with a memory estimate)."""
     T = _checks.integer_at_least("T", T, 2)
     beta = _checks.positive("beta", beta)
     c = _checks.nonnegative("c", c)
     n_omega = _checks.integer_at_least("n_omega", n_omega, 2)
     n_inner = _checks.integer_at_least("n_inner", n_inner, 1)
-    _checks.square_symmetric("q", q)
-    q = np.asarray(q, dtype=float)
-    if q.shape != (2, 2) or np.linalg.eigvalsh(q).min() < -1e-12:
-        raise ValueError(f"q must be a (2, 2) positive semi-definite matrix, got {q.tolist()}")
-    if len(V) != 2:
+    K = T * (T + 1) // 2
+    # one batch: two inner sets (n, n_inner, K) and, per draw, the K x K maps and their gradients
+    _checks.check_memory(f"deep_q_hat(T={T}, n_inner={n_inner})", 8 * min(n_omega, _BATCH) * n_inner * K * K)
+    return T, beta, c, n_omega, n_inner
+
+
+def _two_errors(V):
+    """``(V_1, V_2)``, each ``> 0`` and finite."""
+    if isinstance(V, (str, bytes)) or np.shape(V) != (2,):
         raise ValueError(f"V must hold two per-layer errors (V_1, V_2), got {V!r}")
-    V1 = _checks.positive("V[0]", V[0])
-    V2 = _checks.positive("V[1]", V[1])
-    m, s = _q_hat_mc(key, q[0, 0], q[1, 1], q[0, 1], V1, V2, beta, c, T=T, n_omega=n_omega, n_inner=n_inner)
-    return DeepQHat(alpha * np.asarray(m), alpha * np.asarray(s))
+    return _checks.positive("V[0]", V[0]), _checks.positive("V[1]", V[1])
 
 
 class DeepSEResult(NamedTuple):
@@ -748,9 +943,11 @@ def deep_state_evolution_diagonal(key, alpha, rhos: Sequence[float], T: int = 2,
 
     from .rmt import mmse_denoising
 
+    key = _checks.prng_key("key", key)
     rhos = _rhos(rhos)
     if len(rhos) != 2:
         raise ValueError(f"rhos must hold two width ratios (L = 2), got {rhos!r}")
+    T, beta, c, n_omega, n_inner = _channel_settings(T, beta, c, n_omega, n_inner)
     damping = _checks.nonnegative("damping", damping)
     if damping >= 1:
         raise ValueError(f"damping must be in [0, 1), got {damping!r}")
@@ -759,12 +956,20 @@ def deep_state_evolution_diagonal(key, alpha, rhos: Sequence[float], T: int = 2,
     warm_tol = _checks.positive("warm_tol", warm_tol)
     V_floor = _checks.positive("V_floor", V_floor)
     V_stop = _checks.positive("V_stop", V_stop)
+    if V_floor >= 1:
+        raise ValueError(f"V_floor must be in (0, 1) (the error at alpha = 0 is 1), got {V_floor!r}")
+    if isinstance(alpha, (bool, np.bool_)):
+        raise _checks.ArgumentTypeError(f"alpha must be a scalar or 1-d array in [0, inf), got {alpha!r}")
+    _checks.real_array("alpha", alpha, ndim=(0, 1))
     a = np.atleast_1d(np.asarray(alpha, dtype=float))
     if a.ndim != 1 or np.any(a < 0) or not np.all(np.isfinite(a)):
         raise ValueError("alpha must be a scalar or 1-d array in [0, inf)")
+    if V_start is not None:
+        _checks.real_array("V_start", V_start, ndim=1)
     start = np.ones(2) if V_start is None else np.asarray(V_start, dtype=float)
-    if start.shape != (2,) or np.any(~(start > 0)):
-        raise ValueError(f"V_start must be two positive errors (V_1, V_2), got {V_start!r}")
+    if start.shape != (2,) or np.any(~(start > 0)) or np.any(start > 1):
+        raise ValueError(f"V_start must be two errors (V_1, V_2) in (0, 1] (the error at alpha = 0 is 1; "
+                         f"above it q is not an overlap matrix), got {V_start!r}")
     Q0 = limit_overlap_matrix(rhos)
     out_V = np.ones((a.size, 2))
     out_qh = np.zeros((a.size, 2, 2))
@@ -829,14 +1034,27 @@ def deep_log_zout(D, omega1, omega2, zeta, V, T: int = 2, beta: float = 1.0, c: 
 
     Returns:
         scalar ``log (1/M) sum_j N(D; Pi L_{B_j} omega2, V_2 Pi L_{B_j} C L_{B_j}^T Pi^T)``.
+
+    Raises:
+        ValueError: shapes that do not match ``T``, an empty ``zeta`` (``M = 0``), entries that
+            are not finite, ``V_l <= 0``, ``beta <= 0``, ``c < 0``, or a result that is not
+            finite (a singular ``B``: ``c = 0`` with a singular attention map).
     """
     T = _checks.integer_at_least("T", T, 2)
+    beta = _checks.positive("beta", beta)
+    c = _checks.nonnegative("c", c)
     K = T * (T + 1) // 2
-    if np.shape(D) != (K - 1,) or np.shape(omega1) != (K,) or np.shape(omega2) != (K,):
-        raise ValueError(f"D, omega1, omega2 must have shapes ({K - 1},), ({K},), ({K},) for T = {T}")
-    if np.ndim(zeta) != 2 or np.shape(zeta)[1] != K:
-        raise ValueError(f"zeta must have shape (M, {K}), got {np.shape(zeta)}")
-    V1 = _checks.positive("V[0]", V[0])
-    V2 = _checks.positive("V[1]", V[1])
-    return _log_zout_one(jnp.asarray(D), jnp.asarray(omega1), jnp.asarray(omega2), jnp.asarray(zeta),
-                         V1, V2, beta, c, T)
+    for name, val, n in (("D", D, K - 1), ("omega1", omega1, K), ("omega2", omega2, K)):
+        if np.shape(val) != (n,):
+            raise ValueError(f"{name} must have shape ({n},) for T = {T}, got {np.shape(val)}")
+        _checks.real_array(name, val, ndim=1)
+    if np.ndim(zeta) != 2 or np.shape(zeta)[1] != K or np.shape(zeta)[0] < 1:
+        raise ValueError(f"zeta must have shape (M, {K}) with M >= 1, got {np.shape(zeta)}")
+    _checks.real_array("zeta", zeta, ndim=2)
+    V1, V2 = _two_errors(V)
+    out = _log_zout_one(jnp.asarray(D), jnp.asarray(omega1), jnp.asarray(omega2), jnp.asarray(zeta),
+                        V1, V2, beta, c, T)
+    if not bool(jnp.isfinite(out)):
+        raise ValueError(f"deep_log_zout is not finite ({float(out)}): the covariance of D is singular for some "
+                         f"zeta (B = c I + softmax singular at c = {c}); use c > 0")
+    return out

@@ -66,6 +66,15 @@ class GDResult(NamedTuple):
         finite: ``(n_init,)`` bool, whether each student's loss stayed finite
             (a student that diverged is reported here, never dropped silently).
         width: the student width ``r'``.
+        diverged: ``(n_init,)`` NumPy bool, whether each student diverged: a non-finite
+            loss or weights, a loss above ``LOSS_FACTOR`` times its reference
+            ``max(initial loss, ||y||_F^2 / d)``, or ``||S_k||_F^2 / d`` above ``NORM_FACTOR``
+            times the scale ``max(1 + rho, (d + r' + 1)/d, ||S_true||_F^2/d)`` (the teacher's
+            ``Tr(S^2)/d``, a random student's, the given teacher's). Every student runs
+            all ``steps``; a diverged one is reported, never dropped.
+        status: tuple of ``n_init`` strings, why each student stopped: ``"completed N
+            steps"``, or ``"non-finite: ..."`` / ``"diverged: ..."`` with the step, the
+            value and the bound it passed.
     """
 
     S_hat: jax.Array
@@ -78,6 +87,122 @@ class GDResult(NamedTuple):
     error_mean: Optional[jax.Array]
     finite: jax.Array
     width: int
+    diverged: Optional[np.ndarray] = None
+    status: tuple = ()
+
+
+# --------------------------------------------------------------------------- validation
+
+LOSS_FACTOR = 1e3  # a loss above this many times its reference has diverged
+NORM_FACTOR = 1e2  # ||S_k||_F^2 / d above this many times the problem's scale has diverged
+
+
+def _traced(x) -> bool:
+    """A JAX tracer (inside ``jit``, ``grad``, ``vmap``): its shape can be checked, not its values."""
+    return isinstance(x, jax.core.Tracer)
+
+
+def _array(name, value, ndim=None, *, min_ndim=None):
+    """A real array, possibly traced: rank and kind always, finiteness when concrete.
+
+    (``_checks.real_array`` converts to NumPy, which a tracer cannot do.)
+    """
+    if _traced(value):
+        rank_ok = (ndim is None or value.ndim == ndim) and (min_ndim is None or value.ndim >= min_ndim)
+        if not rank_ok:
+            want = f"{ndim}" if ndim is not None else f"at least {min_ndim}"
+            raise ValueError(f"{name} must have {want} axes, got shape {value.shape}")
+        if not (jnp.issubdtype(value.dtype, jnp.floating) or jnp.issubdtype(value.dtype, jnp.integer)):
+            raise _checks.ArgumentTypeError(f"{name} must be a real array, got dtype {value.dtype}")
+        return value
+    _checks.real_array(name, value, ndim=ndim, min_ndim=min_ndim)
+    return value if hasattr(value, "shape") and hasattr(value, "dtype") else np.asarray(value)
+
+
+def _scalar(name, value, check):
+    """``check(name, value)`` unless ``value`` is traced (then only: a real scalar)."""
+    if _traced(value):
+        if value.ndim != 0:
+            raise ValueError(f"{name} must be a scalar, got a traced array of shape {value.shape}")
+        return value
+    check(name, value)
+    return value  # unchanged: the computation sees what it saw before the check
+
+
+def _finite_result(what, out, *inputs):
+    """``out``, or a ``ValueError`` when it is not finite although every input is concrete and finite."""
+    if any(_traced(v) for v in inputs) or _traced(out) or bool(jnp.all(jnp.isfinite(out))):
+        return out
+    raise ValueError(f"{what}: the result is not finite although the inputs are: they are too large for "
+                     "float64 (it overflowed); rescale them")
+
+
+def _tokens_and_labels(X, y, d=None):
+    """``X`` ``(n, T, d)`` and ``y`` ``(n, T, T)``, ``n, T, d >= 1``, consistent (and with ``d``)."""
+    if np.ndim(X) != 3:
+        raise ValueError(f"X must have shape (n, T, d), got shape {np.shape(X)}")
+    n, T, dX = np.shape(X)
+    if n < 1:
+        raise ValueError(f"X must hold at least one sample (n >= 1), got shape {np.shape(X)}: no data to train on")
+    if T < 1 or dX < 1:
+        raise ValueError(f"X must have shape (n, T, d) with T, d >= 1, got shape {np.shape(X)}")
+    if d is not None and dX != d:
+        raise ValueError(f"X must have shape (n, T, d) with d = {d} (the rows of W), got shape {np.shape(X)}")
+    if y is not None and np.shape(y) != (n, T, T):
+        raise ValueError(f"y must have shape (n, T, T) = {(n, T, T)} (as X), got shape {np.shape(y)}")
+    X = _array("X", X, 3)
+    if y is not None:
+        y = _array("y", y, 3)
+    return X, y
+
+
+def _beta_check(ch):
+    """``beta > 0`` for a channel it enters (softmax, sigmoid: at 0 the output ignores ``h``), else ``>= 0``."""
+    return _checks.positive if ch.uses_beta else _checks.nonnegative
+
+
+def _labels_match(y, ch):
+    """Labels the channel can produce, where that is checkable: softmax outputs are row-stochastic."""
+    if ch.name == "softmax" and ch.label_noise == 0 and not _traced(y):
+        _checks.row_stochastic("y", y)
+
+
+def _divergence(loss, final_loss, norms, scales, loss_ref, steps, layered=False):
+    """Per student: ``(diverged (K,) bool, status tuple of K str)`` from the training record.
+
+    ``loss`` ``(K, steps)`` before each step, ``final_loss`` ``(K,)``, ``norms`` ``(K, L)``
+    ``||S_{k,l}||_F^2 / d``, ``scales`` ``(L,)``, ``loss_ref`` ``(K,)``.
+    """
+    loss, final_loss = np.asarray(loss), np.asarray(final_loss)
+    norms, scales, loss_ref = np.asarray(norms), np.asarray(scales), np.asarray(loss_ref)
+    K = loss.shape[0]
+    diverged = np.zeros(K, dtype=bool)
+    status = []
+    for k in range(K):
+        curve = np.append(loss[k], final_loss[k])  # entry s: the loss after s steps
+        bad = ~np.isfinite(curve)
+        over = np.isfinite(curve) & (curve > LOSS_FACTOR * loss_ref[k])
+        big = norms[k] > NORM_FACTOR * scales
+        what = "||S_{k,l}||_F^2/d" if layered else "||S_k||_F^2/d"
+        if bad.any():
+            s = int(np.argmax(bad))
+            msg = f"non-finite: the loss is {curve[s]} after {s} steps"
+        elif not np.all(np.isfinite(norms[k])):
+            msg = "non-finite: the weights are not finite at the end"
+        elif over.any():
+            s = int(np.argmax(over))
+            msg = (f"diverged: the loss is {curve[s]:.3g} after {s} steps, more than {LOSS_FACTOR:g} times its "
+                   f"reference {loss_ref[k]:.3g} = max(initial loss, ||y||_F^2/d) (lower lr)")
+        elif big.any():
+            l = int(np.argmax(big))
+            layer = f" of layer {l + 1}" if layered else ""
+            msg = (f"diverged: {what}{layer} = {norms[k, l]:.3g} at the end, more than {NORM_FACTOR:g} times "
+                   f"the scale {scales[l]:.3g} of the problem (lower lr)")
+        else:
+            msg = f"completed {steps} steps"
+        diverged[k] = not msg.startswith("completed")
+        status.append(msg)
+    return diverged, tuple(status)
 
 
 # --------------------------------------------------------------------------- model pieces
@@ -96,7 +221,18 @@ def student_indices(W: jax.Array, X: jax.Array) -> jax.Array:
 
     Returns:
         ``h_hat``, shape ``(n, T, T)``.
+
+    Raises:
+        ValueError: ``W`` not ``(d, r')`` or ``X`` not ``(n, T, d)`` with the same ``d``, ``n, T, d,
+            r' >= 1``, or (outside ``jit``) entries that are not finite.
     """
+    W = _weights(W)
+    X, _ = _tokens_and_labels(X, None, W.shape[0])
+    return _finite_result("student_indices", _student_indices(W, X), W, X)
+
+
+def _student_indices(W, X):
+    """:func:`student_indices` without validation (traced inside training)."""
     d, r = W.shape
     T = X.shape[-2]
     norm = d * jnp.sqrt(r)
@@ -105,8 +241,30 @@ def student_indices(W: jax.Array, X: jax.Array) -> jax.Array:
     return h - (jnp.sum(W * W) / norm) * jnp.eye(T, dtype=h.dtype)
 
 
+def _weights(W, name="W", min_ndim=None):
+    """Weights ``(d, r')`` (or ``(..., d, r')`` with ``min_ndim``), ``d, r' >= 1``."""
+    if np.ndim(W) != 2 and min_ndim is None or np.ndim(W) < (min_ndim or 2):
+        raise ValueError(f"{name} must have shape {'(..., d, r)' if min_ndim else '(d, r)'}, got shape {np.shape(W)}")
+    if min(np.shape(W)) < 1:
+        raise ValueError(f"{name} must have shape (d, r) with d, r >= 1, got shape {np.shape(W)}")
+    return _array(name, W, None if min_ndim else 2, min_ndim=min_ndim)
+
+
 def student_matrix(W: jax.Array) -> jax.Array:
-    """``S_hat = W W^T / sqrt(r' d)`` for weights ``W`` of shape ``(..., d, r')``."""
+    """``S_hat = W W^T / sqrt(r' d)`` for weights ``W`` of shape ``(..., d, r')``, ``d, r' >= 1``.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from aim_tutorial.gd import student_matrix
+        >>> student_matrix(jnp.ones((2, 2))).tolist()
+        [[1.0, 1.0], [1.0, 1.0]]
+    """
+    W = _weights(W, min_ndim=2)
+    return _finite_result("student_matrix", _student_matrix(W), W)
+
+
+def _student_matrix(W):
+    """:func:`student_matrix` without validation (weights that training made non-finite are reported)."""
     d, r = W.shape[-2], W.shape[-1]
     return W @ jnp.swapaxes(W, -1, -2) / jnp.sqrt(r * d)
 
@@ -122,7 +280,13 @@ def _differentiable(ch) -> bool:
 def _channel(channel):
     from . import channels
 
-    return channels.get(channel, allowed=_differentiable)
+    ch = channels.get(channel)  # an unknown name: a ValueError listing the registered ones
+    if not _differentiable(ch):
+        names = tuple(n for n in channels.registered() if _differentiable(channels.get(n)))
+        raise ValueError(f"channel {ch.name!r} is not differentiable (its output is piecewise constant in h, "
+                         f"so the loss has zero gradient almost everywhere): gradient descent needs a "
+                         f"differentiable channel, one of {names} or a differentiable Channel")
+    return ch
 
 
 def gd_loss(W: jax.Array, X: jax.Array, y: jax.Array, channel="softmax", beta: float = 1.0,
@@ -137,22 +301,35 @@ def gd_loss(W: jax.Array, X: jax.Array, y: jax.Array, channel="softmax", beta: f
         y: labels, shape ``(n, T, T)``.
         channel: a channel with a differentiable output (``"softmax"``, ``"linear"``, ``"relu"``,
             ``"sigmoid"``, or a :class:`~aim_tutorial.channels.Channel`).
-        beta: inverse temperature of the softmax and the sigmoid.
+        beta: inverse temperature of the softmax and the sigmoid, ``> 0`` for them (``>= 0`` otherwise).
         weight_decay: strength of the penalty ``Tr(S_hat)``.
 
     Returns:
         a scalar.
+
+    Raises:
+        ValueError: shapes that do not match (``W`` ``(d, r')``, ``X`` ``(n, T, d)``, ``y``
+            ``(n, T, T)``, ``n >= 1``), a channel that is unknown or not differentiable
+            (``"hardmax"``), ``beta < 0``, ``weight_decay < 0``, entries that are not finite, or
+            ``y`` that is not row-stochastic for ``"softmax"`` (values are checked outside ``jit``).
     """
+    ch = _channel(channel)
+    W = _weights(W)
+    X, y = _tokens_and_labels(X, y, W.shape[0])
+    _labels_match(y, ch)
+    beta = _scalar("beta", beta, _beta_check(ch))
+    weight_decay = _scalar("weight_decay", weight_decay, _checks.nonnegative)
     d, r = W.shape
-    y_hat = _channel_out(student_indices(W, X), _channel(channel), beta)
+    y_hat = _channel_out(_student_indices(W, X), ch, beta)
     data = jnp.sum((y_hat - y) ** 2) / d
-    return data + weight_decay * jnp.sum(W * W) / jnp.sqrt(r * d)
+    return _finite_result("gd_loss", data + weight_decay * jnp.sum(W * W) / jnp.sqrt(r * d), W, X, y, beta,
+                          weight_decay)
 
 
 def _errors(Ws, S_true):
     """Per-student errors and the error of the average, ``||.||_F^2 / d``."""
     d = S_true.shape[0]
-    Ss = student_matrix(Ws)
+    Ss = _student_matrix(Ws)
     err = jnp.sum((Ss - S_true) ** 2, axis=(1, 2)) / d
     err_mean = jnp.sum((jnp.mean(Ss, axis=0) - S_true) ** 2) / d
     return err, err_mean
@@ -171,15 +348,34 @@ def averaged_errors(S_students: jax.Array, S_true: jax.Array, Ks=None) -> np.nda
 
     Returns:
         array of the errors, one per ``K``.
+
+    Raises:
+        ValueError: ``S_students`` not a stack ``(n_init, d, d)`` (a single ``(d, d)`` is refused),
+            ``S_true`` not ``(d, d)`` symmetric with the students' ``d`` (no broadcasting),
+            entries that are not finite, or a ``K`` that is not an integer in ``[1, n_init]``.
     """
-    K_max = int(np.shape(S_students)[0])
+    if np.ndim(S_students) != 3 or np.shape(S_students)[1] != np.shape(S_students)[2]:
+        raise ValueError(f"S_students must be a stack of students' matrices, shape (n_init, d, d), got shape "
+                         f"{np.shape(S_students)}")
+    _checks.real_array("S_students", S_students, ndim=3)
+    K_max, d = np.shape(S_students)[:2]
+    if np.shape(S_true) != (d, d):
+        raise ValueError(f"S_true must have shape (d, d) = {(d, d)}, the students' shape, got shape "
+                         f"{np.shape(S_true)}")
+    _checks.square_symmetric("S_true", S_true)
     if Ks is None:
         Ks = [2**j for j in range(int(math.log2(K_max)) + 1)]
+    if np.ndim(Ks) != 1:
+        raise ValueError(f"Ks must be a sequence of integers in [1, n_init={K_max}], got {Ks!r}")
+    if not hasattr(S_students, "shape"):  # a list of matrices
+        S_students = jnp.asarray(S_students)
+    if not hasattr(S_true, "shape"):
+        S_true = jnp.asarray(S_true)
     out = []
-    for K in Ks:
-        K = _checks.integer_at_least("K", int(K), 1)
+    for i, K in enumerate(Ks):
+        K = _checks.integer_at_least(f"Ks[{i}]", K, 1)
         if K > K_max:
-            raise ValueError(f"K must be in [1, n_init={K_max}], got {K}")
+            raise ValueError(f"Ks[{i}] must be in [1, n_init={K_max}], got {K}")
         M = jnp.mean(S_students[:K], axis=0)
         out.append(float(jnp.sum((M - S_true) ** 2)) / S_true.shape[0])
     return np.asarray(out)
@@ -203,7 +399,8 @@ def scan_students(carry, student_loss, opt, errors, *, n_records, record_every):
     """Train stacked students together: ``n_records`` blocks of ``record_every`` optimiser steps.
 
     The shared loop of :func:`train_gd` and :func:`aim_tutorial.deep.train_deep_gd`
-    (call it inside a jitted driver). ``carry = (Ws, opt_state)`` holds the
+    (call it inside a jitted driver; ``n_records`` and ``record_every`` are static integers
+    ``>= 1``). ``carry = (Ws, opt_state)`` holds the
     students' weights stacked on a leading axis of size ``K`` (any pytree) and
     the vmapped optimiser state; ``student_loss(W)`` is one student's loss;
     the gradient of the summed loss is the per-student gradient, and
@@ -215,6 +412,9 @@ def scan_students(carry, student_loss, opt, errors, *, n_records, record_every):
         ``(carry, losses (K, n_records * record_every), errors (n_records, ...),
         errors of the average (n_records, ...))``.
     """
+
+    n_records = _checks.integer_at_least("n_records", n_records, 1)
+    record_every = _checks.integer_at_least("record_every", record_every, 1)
 
     def total(Ws):
         losses = jax.vmap(student_loss)(Ws)
@@ -303,7 +503,8 @@ def train_gd(
         channel: a channel with a differentiable output: ``"softmax"`` (inverse temperature
             ``beta``), ``"linear"``, ``"relu"``, ``"sigmoid"``, or a
             :class:`~aim_tutorial.channels.Channel` (its label noise, if any, is in ``y``).
-        beta: inverse temperature, ``beta >= 0``.
+        beta: inverse temperature, ``beta > 0`` for the channels it enters (softmax, sigmoid:
+            at ``beta = 0`` their output ignores ``h`` and nothing can be learnt), else ``>= 0``.
         optimizer: ``"adam"`` or ``"gd"``.
         width: student width ``r' >= 1`` (default ``round(rho d)``); larger
             than the teacher's for an over-parametrised student.
@@ -317,7 +518,15 @@ def train_gd(
 
     Returns:
         :class:`GDResult` with ``S_hat``, ``S_students``, loss curves
-        ``(n_init, steps)``, error curves and a per-student ``finite`` flag.
+        ``(n_init, steps)``, error curves, a per-student ``finite`` flag, and per student
+        ``diverged`` and ``status`` (why it stopped: all steps done, or the loss or the
+        norm of ``S_k`` that passed its bound, and when).
+
+    Raises:
+        ValueError: an argument out of its range (each error names it): no data (``n = 0``),
+            ``X``/``y`` shapes that do not match, entries that are not finite, softmax labels
+            that are not row-stochastic, a channel that is unknown or not differentiable,
+            ``lr`` not in ``(0, inf)``, an unknown optimizer, counts that are not integers.
 
     Example:
         >>> import jax, aim_tutorial as aim
@@ -331,22 +540,25 @@ def train_gd(
     Reference: arXiv 2506.01582, the gradient-descent experiments; taught in
     chapter 6 (``book/06_gradient_descent.md``).
     """
+    key = _checks.prng_key("key", key)
     rho = _checks.positive("rho", rho)
     n_init = _checks.integer_at_least("n_init", n_init, 1)
     steps = _checks.integer_at_least("steps", steps, 1)
     lr = _checks.positive("lr", lr)
-    beta = _checks.nonnegative("beta", beta)
-    weight_decay = _checks.nonnegative("weight_decay", weight_decay)
     channel = _channel(channel)
+    beta = _beta_check(channel)("beta", beta)
+    weight_decay = _checks.nonnegative("weight_decay", weight_decay)
     _checks.one_of("optimizer", optimizer, OPTIMIZERS)
-    if np.ndim(X) != 3:
-        raise ValueError(f"X must have shape (n, T, d), got shape {np.shape(X)}")
+    X, y = _tokens_and_labels(X, y)
+    _labels_match(y, channel)
     n, T, d = np.shape(X)
-    if np.shape(y) != (n, T, T):
-        raise ValueError(f"y must have shape (n, T, T) = {(n, T, T)}, got shape {np.shape(y)}")
     if width is None:
         width = max(1, int(round(rho * d)))
     width = _checks.integer_at_least("width", width, 1)
+    if progress is not None:
+        progress = _checks.boolean("progress", progress)
+    # alive at once: the weights with Adam's two moments, the students' matrices, the data
+    _checks.check_memory("train_gd", 4 * n_init * d * width + n_init * d * d + 2 * n * T * max(d, T))
     track = S_true is not None
     if track:
         if np.shape(S_true) != (d, d):
@@ -400,7 +612,13 @@ def train_gd(
     final_loss = _batched_loss(Ws, X, y, channel, beta, weight_decay)
     loss = jnp.concatenate(losses, axis=1)
     finite = jnp.all(jnp.isfinite(loss), axis=1) & jnp.isfinite(final_loss)
-    S_students = student_matrix(Ws)
+    S_students = _student_matrix(Ws)
+    scale = max(1.0 + rho, (d + width + 1) / d)  # the teacher's Tr(S^2)/d, a random student's
+    if track:
+        scale = max(scale, float(jnp.sum(S_true * S_true)) / d)
+    norms = jnp.sum(S_students * S_students, axis=(1, 2))[:, None] / d
+    loss_ref = np.maximum(np.asarray(loss[:, 0]), float(jnp.sum(y * y)) / d)
+    diverged, status = _divergence(loss, final_loss, norms, [scale], loss_ref, steps)
     return GDResult(
         S_hat=jnp.mean(S_students, axis=0),
         S_students=S_students,
@@ -412,6 +630,8 @@ def train_gd(
         error_mean=jnp.concatenate(errs_mean) if track else None,
         finite=finite,
         width=width,
+        diverged=diverged,
+        status=status,
     )
 
 
@@ -443,12 +663,23 @@ def load_gd_data(name: str = "gd_softmax.csv") -> GDData:
     """
     from importlib.resources import files
 
-    text = (files("aim_tutorial") / "data" / name).read_text()
+    folder = files("aim_tutorial") / "data"
+    available = sorted(f.name for f in folder.iterdir() if f.name.startswith("gd_") and f.name.endswith(".csv"))
+    if not isinstance(name, str) or name not in available:
+        raise ValueError(f"name must be one of the data files {tuple(available)}, got {name!r}")
+    text = (folder / name).read_text()
     lines = [line for line in text.splitlines() if line.strip()]
     header = [line[2:] for line in lines if line.startswith("#")]
     rows = [line for line in lines if not line.startswith("#")]
+    if len(rows) < 2:
+        raise ValueError(f"{name}: no data rows")
     cols = rows[0].split(",")
-    values = np.array([[float(v) for v in line.split(",")] for line in rows[1:]])
+    try:
+        values = np.array([[float(v) for v in line.split(",")] for line in rows[1:]])
+    except ValueError as err:
+        raise ValueError(f"{name}: a row that is not numbers ({err})") from None
+    if values.ndim != 2 or values.shape[1] != len(cols):
+        raise ValueError(f"{name}: rows of unequal length (the header has {len(cols)} columns)")
     table = np.rec.fromarrays(values.T, names=cols)
     d = None
     for line in header:

@@ -1,5 +1,7 @@
 """Tests of aim_tutorial.deep: deep attention as an AIM, exact moments, the two-layer student, the channel."""
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -298,3 +300,137 @@ def test_log_zout_matches_direct_formula(key):
     assert abs(got - ref) < 1e-10
     with pytest.raises(ValueError, match="zeta"):
         deep.deep_log_zout(D, o1, o2, zeta[:, :2], (V1, V2))
+
+
+# --------------------------------------------------------------------------- hostile inputs (issue 17)
+
+
+def test_q_hat_at_q_zero_is_its_limit(key):
+    # q = 0 (omega = 0: nothing known) passed the PSD check and gave NaN (0/0 in the Cholesky factor);
+    # nothing divides by q, so q = 0 is the exact limit of q = eps I: the same common random numbers give
+    # the same answer up to O(sqrt(eps)) = 1e-6; and a rank-one q with q_11 = 0 is finite too
+    V = (0.5, 0.5)
+    r0 = deep.deep_q_hat(key, 1.0, np.zeros((2, 2)), V, n_omega=40, n_inner=8)
+    r1 = deep.deep_q_hat(key, 1.0, 1e-12 * np.eye(2), V, n_omega=40, n_inner=8)
+    assert np.all(np.isfinite(r0.q_hat)) and np.all(np.isfinite(r0.stderr))
+    np.testing.assert_allclose(r0.q_hat, r1.q_hat, rtol=1e-4)
+    r2 = deep.deep_q_hat(key, 1.0, np.diag([0.0, 0.5]), V, n_omega=40, n_inner=8)
+    assert np.all(np.isfinite(r2.q_hat))
+    with pytest.raises(ValueError, match="q must be a .2, 2. positive semi-definite"):
+        deep.deep_q_hat(key, 1.0, np.array([[0.0, 0.5], [0.5, 0.0]]), V, n_omega=40, n_inner=8)
+
+
+def test_train_deep_gd_divergence_reported(key):
+    # lr = 1e6: every student's S_l blows up while the softmax keeps the loss finite; the status names the
+    # layer, the norm and its bound. lr = 0.1 (same compile): completed. d = 6, 10 steps.
+    S = _teachers(key, 6, [0.5, 0.5])
+    X, y = aim.sample_data(key, S, n=12, T=2, channel="deep")
+    bad = deep.train_deep_gd(key, X, y, [0.5, 0.5], n_init=2, steps=10, lr=1e6)
+    assert bool(jnp.all(bad.finite)) and bad.diverged.tolist() == [True, True], bad.status
+    assert all(m.startswith("diverged: ||S_{k,l}||_F^2/d of layer ") for m in bad.status), bad.status
+    ok = deep.train_deep_gd(key, X, y, [0.5, 0.5], n_init=2, steps=10, lr=0.1)
+    assert ok.diverged.tolist() == [False, False] and ok.status == ("completed 10 steps",) * 2
+    assert ok[9] == ok.widths  # positional fields unchanged
+    with pytest.raises(ValueError, match="^X must hold at least one sample"):
+        deep.train_deep_gd(key, X[:0], y[:0], [0.5, 0.5])
+
+
+def _deep_bad_cases():
+    k = jax.random.key(0)
+    Ss = [np.eye(4), 2 * np.eye(4)]
+    X = np.ones((3, 2, 4))
+    y = np.full((3, 2, 2), 0.5)
+    Ws = (np.ones((4, 2)), np.ones((4, 3)))
+    Q = deep.limit_overlap_matrix([0.5, 0.5])
+    P = np.full((2, 1, 2, 2), 0.5)
+    return [
+        ("rhos", lambda: deep.limit_overlap_matrix([True, 0.5])),
+        ("rhos", lambda: deep.limit_overlap_matrix("0.5")),
+        ("rhos", lambda: deep.limit_overlap_matrix([])),
+        ("rhos", lambda: deep.deep_alpha_count([0.5, [1.0, 2.0]], 2)),
+        ("rhos", lambda: deep.sample_deep_teacher(k, 4, [-0.5])),
+        ("d", lambda: deep.sample_deep_teacher(k, 0, [0.5])),
+        ("key", lambda: deep.sample_deep_teacher(1, 4, [0.5])),
+        ("hs", lambda: deep.deep_output(np.zeros((0, 2, 2)), 1.0, 1.0)),
+        ("hs", lambda: deep.deep_output(np.zeros((1, 2, 3)), 1.0, 1.0)),
+        ("hs", lambda: deep.deep_output(np.full((1, 2, 2), np.nan), 1.0, 1.0)),
+        ("c", lambda: deep.deep_output(np.zeros((1, 2, 2)), 1.0, np.nan)),
+        ("beta", lambda: deep.deep_output(np.zeros((1, 2, 2)), np.inf, 1.0)),
+        ("deep_output", lambda: deep.deep_output(np.full((3, 1, 2, 2), 1e300) * np.array([[1, -1], [-1, 1]]),
+                                                 1.0, 1e10)),
+        ("P_maps", lambda: deep.observed_maps_to_indices(np.array([[[1.0, 0.0], [0.0, 1.0]]]), 1.0, 1.0)),
+        ("P_maps", lambda: deep.observed_maps_to_indices(np.full((1, 2, 2), 0.3), 1.0, 1.0)),
+        ("c", lambda: deep.observed_maps_to_indices(P, 1.0, 0.0)),  # B_1 = P_1 singular
+        ("Ss", lambda: deep.overlap_matrix([])),
+        ("Ss", lambda: deep.overlap_matrix([np.full((3, 3), np.nan)])),
+        ("Ss", lambda: deep.overlap_matrix([np.eye(3), np.eye(4)])),
+        ("Ss", lambda: deep.overlap_matrix([np.triu(np.ones((3, 3)))])),
+        ("Rs", lambda: deep.overlap_matrix(Ss, [np.eye(3)])),
+        ("Q", lambda: deep.index_covariance(np.array([[1.0, 2.0], [2.0, 1.0]]), 2)),
+        ("T", lambda: deep.index_covariance(np.eye(2), 2.0)),
+        ("Ws", lambda: deep.deep_student_output([], X)),
+        ("Ws", lambda: deep.deep_student_output((np.ones((5, 2)),), X)),
+        ("Ws", lambda: deep.deep_student_output((np.full((4, 2), np.nan),), X)),
+        ("c", lambda: deep.deep_student_output(Ws, X, c=np.inf)),
+        ("y", lambda: deep.deep_loss(Ws, X, y[:, :1])),
+        ("y", lambda: deep.deep_loss(Ws, X, 2 * y)),
+        ("X", lambda: deep.deep_loss(Ws, X[:0], y[:0])),
+        ("lr", lambda: deep.train_deep_gd(k, X, y, [0.5, 0.5], lr=np.inf)),
+        ("key", lambda: deep.train_deep_gd(0, X, y, [0.5, 0.5])),
+        ("X", lambda: deep.train_deep_gd(k, np.full_like(X, np.nan), y, [0.5, 0.5])),
+        ("widths", lambda: deep.train_deep_gd(k, X, y, [0.5, 0.5], widths=3)),
+        ("steps", lambda: deep.train_deep_gd(k, X, y, [0.5, 0.5], steps=2.0)),
+        ("V", lambda: deep.deep_q_hat(k, 1.0, Q - np.eye(2), 0.5)),
+        ("c", lambda: deep.deep_q_hat(k, 1.0, Q - np.eye(2), (0.5, 0.5), c=np.nan)),
+        ("q", lambda: deep.deep_q_hat(k, 1.0, np.full((2, 2), np.nan), (0.5, 0.5))),
+        ("key", lambda: deep.deep_q_hat(0, 1.0, Q - np.eye(2), (0.5, 0.5))),
+        ("alpha", lambda: deep.deep_state_evolution_diagonal(k, "0.1", [0.5, 0.5])),
+        ("alpha", lambda: deep.deep_state_evolution_diagonal(k, True, [0.5, 0.5])),
+        ("T", lambda: deep.deep_state_evolution_diagonal(k, 0.0, [0.5, 0.5], T=1)),
+        ("V_start", lambda: deep.deep_state_evolution_diagonal(k, 0.1, [0.5, 0.5], V_start=(1.4, 1.4))),
+        ("zeta", lambda: deep.deep_log_zout(np.zeros(2), np.zeros(3), np.zeros(3), np.zeros((0, 3)), (0.5, 0.5))),
+        ("D", lambda: deep.deep_log_zout(np.array([np.nan, 0.0]), np.zeros(3), np.zeros(3), np.ones((2, 3)),
+                                         (0.5, 0.5))),
+        ("V", lambda: deep.deep_log_zout(np.zeros(2), np.zeros(3), np.zeros(3), np.ones((2, 3)), 0.5)),
+        ("beta", lambda: deep.deep_log_zout(np.zeros(2), np.zeros(3), np.zeros(3), np.ones((2, 3)), (0.5, 0.5),
+                                            beta=np.nan)),
+    ]
+
+
+@pytest.mark.parametrize("case", range(len(_deep_bad_cases())))
+def test_bad_inputs_name_the_argument(case):
+    name, call = _deep_bad_cases()[case]
+    with pytest.raises((ValueError, TypeError), match=rf"(?<![\w.]){re.escape(name)}(?![\w])"):
+        call()
+
+
+# --- property-based tests (Hypothesis) ------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_FAST = settings(max_examples=20, deadline=None)
+
+
+@_FAST
+@given(L=st.sampled_from([1, 3]), T=st.sampled_from([1, 3]), beta=st.floats(0.0, 5.0), c=st.floats(-0.5, 3.0),
+       v=st.lists(st.floats(-5.0, 5.0, allow_nan=False), min_size=64, max_size=64))
+def test_deep_output_valid_inputs_give_probabilities(L, T, beta, c, v):
+    hs = np.resize(np.asarray(v), (L, 2, T, T))
+    hs = (hs + np.swapaxes(hs, -1, -2)) / 2
+    y = np.asarray(deep.deep_output(jnp.asarray(hs), beta, c))
+    assert y.shape == (2, T, T) and np.all(np.isfinite(y)) and np.all(y >= 0)
+    np.testing.assert_allclose(y.sum(-1), 1.0, atol=1e-12)
+
+
+@_FAST
+@given(arg=st.sampled_from(["hs", "beta", "c"]), i=st.integers(0, 5))
+def test_deep_output_invalid_inputs_name_the_argument(arg, i):
+    bad = {"hs": [np.full((1, 2, 2), np.nan), np.zeros((2, 2)), np.zeros((1, 2, 3)), "hs", np.zeros((0, 2, 2)),
+                  np.zeros((1, 2, 2)) + 1j],
+           "beta": [-1.0, np.nan, np.inf, True, "1", None],
+           "c": [np.nan, np.inf, -np.inf, True, "1", None]}[arg]
+    kw = dict(hs=np.zeros((1, 2, 2)), beta=1.0, c=1.0)
+    kw[arg] = bad[i % len(bad)]
+    with pytest.raises((ValueError, TypeError), match=rf"(?<![\w.]){arg}(?!\w)"):
+        deep.deep_output(**kw)

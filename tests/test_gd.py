@@ -114,6 +114,8 @@ def test_plain_gd_and_divergence_reported(key):
     assert np.all(np.asarray(ok.final_loss) < np.asarray(ok.loss[:, 0]))
     bad = train_gd(key, X, y, 0.5, n_init=2, steps=50, lr=1e3, optimizer="gd", channel="linear")
     assert not bool(jnp.any(bad.finite))  # reported, not raised, not dropped
+    assert bad.diverged.tolist() == [True, True] and all(m.startswith("non-finite: the loss is") for m in bad.status)
+    assert ok.diverged.tolist() == [False, False] and ok.status == ("completed 200 steps",) * 2
 
 
 @pytest.mark.slow
@@ -182,3 +184,182 @@ def test_precomputed_d200_points():
     assert np.all(tab["n_finite"] == 32) and np.all(tab["avg_K32"] < tab["avg_K1"])
     se = aim.state_evolution(tab["x"] / 4, 0.5, 2).mmse  # alpha at T = 2 with the same x: SE depends on x only
     assert np.all((tab["avg_K32"] > se) & (tab["avg_K32"] < se + 0.1))
+
+
+# --------------------------------------------------------------------------- hostile inputs (issue 17)
+
+
+def test_divergence_detected_and_reported(key):
+    # lr = 1e6 (Adam) and 1e3 (plain GD) blow the students up (||S_k||_F^2/d ~ 1e27 and ~ 1e7 at d = 8) while
+    # the softmax keeps the loss finite: finite stays True, diverged says it, and status says why (the norm
+    # and its bound); the published lr = 0.1 completes. 20 steps, d = 8: one compile per optimiser.
+    S, X, y = _problem(key, d=8, alpha=0.2)
+    for lr, opt in ((1e6, "adam"), (1e3, "gd")):
+        bad = train_gd(key, X, y, 0.5, n_init=2, steps=20, lr=lr, optimizer=opt)
+        assert bool(jnp.all(bad.finite)) and bad.diverged.tolist() == [True, True], (opt, bad.status)
+        for msg in bad.status:
+            assert msg.startswith("diverged: ||S_k||_F^2/d = ") and "times the scale" in msg, msg
+    ok = train_gd(key, X, y, 0.5, n_init=2, steps=20, lr=0.1)
+    assert ok.diverged.tolist() == [False, False] and ok.status == ("completed 20 steps",) * 2
+    # positional code still works: the new fields come last
+    assert ok[9] == ok.width and ok[-1] == ok.status
+
+
+def test_divergence_status_loss_and_nonfinite():
+    # the loss criterion: a loss above LOSS_FACTOR times its reference is reported with its step;
+    # a non-finite loss is reported with the step where it appeared
+    from aim_tutorial.gd import LOSS_FACTOR, _divergence
+
+    loss = np.array([[1.0, 2.0, 5 * LOSS_FACTOR], [1.0, np.inf, np.nan], [1.0, 0.5, 0.2]])
+    div, status = _divergence(loss, np.array([1.0, 1.0, 0.1]), np.ones((3, 1)), [1.5], np.ones(3), 3)
+    assert div.tolist() == [True, True, False]
+    assert status[0].startswith("diverged: the loss is 5e+03 after 2 steps")
+    assert status[1] == "non-finite: the loss is inf after 1 steps" and status[2] == "completed 3 steps"
+
+
+def test_empty_data_refused(key):
+    S, X, y = _problem(key, d=8, alpha=0.1)
+    with pytest.raises(ValueError, match=r"^X must hold at least one sample"):
+        train_gd(key, X[:0], y[:0], 0.5, steps=2)
+    with pytest.raises(ValueError, match=r"^X must hold at least one sample"):
+        gd_loss(jnp.ones((8, 4)), X[:0], y[:0])
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(channel="hardmax"), "channel 'hardmax' is not differentiable"),
+        (dict(channel="foo"), "^channel must be one of"),
+        (dict(weight_decay=-1.0), "^weight_decay "),
+        (dict(weight_decay=np.inf), "^weight_decay "),
+        (dict(beta=np.nan), "^beta "),
+        (dict(beta=0.0), "^beta "),  # softmax at beta = 0 ignores h
+        (dict(W=np.ones((7, 4))), "with d = 7 .the rows of W."),
+        (dict(W=np.ones(4)), "^W must have shape"),
+        (dict(W=np.full((8, 4), np.nan)), "^W must have finite"),
+        (dict(y="y"), "^y must have shape"),
+        (dict(y=np.zeros((3, 2, 2))), r"^y must have shape \(n, T, T\)"),
+        (dict(y=np.full((13, 2, 2), 0.3)), "^y must be row-stochastic"),
+        (dict(X=np.zeros((13, 2))), "^X must have shape"),
+    ],
+)
+def test_gd_loss_validation(key, kwargs, match):
+    S, X, y = _problem(key, d=8, alpha=0.2)  # n = 13
+    args = dict(W=np.ones((8, 4)), X=X, y=y)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        gd_loss(**args)
+
+
+def test_gd_loss_linear_channel_is_linear(key):
+    # the linear channel is computed as linear (and only a registered differentiable name is accepted)
+    S, X, y = _problem(key, d=8, alpha=0.2)
+    W = jax.random.normal(key, (8, 4))
+    h = aim.attention_indices(X, student_matrix(W))
+    assert abs(float(gd_loss(W, X, y, channel="linear")) - float(jnp.sum((h - y) ** 2)) / 8) < 1e-12
+
+
+def test_averaged_errors_validation(key):
+    S = np.asarray(aim.sample_teacher(key, 6, 0.5))
+    stack = np.stack([S, S, S])
+    with pytest.raises(ValueError, match=r"^S_students must be a stack"):
+        averaged_errors(S, S, [1])  # one (d, d) matrix, not a stack
+    with pytest.raises(ValueError, match=r"^S_true must have shape \(d, d\) = \(6, 6\)"):
+        averaged_errors(stack, np.ones((1, 1)), [1])  # no broadcasting
+    with pytest.raises(ValueError, match=r"^S_students must have finite"):
+        averaged_errors(np.where(np.eye(6) > 0, np.nan, stack), S, [1])
+    with pytest.raises(TypeError, match=r"^Ks\[0\] must be an integer"):
+        averaged_errors(stack, S, [2.5])
+    with pytest.raises(ValueError, match=r"^Ks\[1\] must be in \[1, n_init=3\]"):
+        averaged_errors(stack, S, [1, 4])
+    np.testing.assert_allclose(averaged_errors(stack, S), [0.0, 0.0], atol=1e-14)  # K = 1, 2
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(key=0), "^key must be a JAX random key"),
+        (dict(lr=np.inf), "^lr "),
+        (dict(lr=np.nan), "^lr "),
+        (dict(lr=0.0), "^lr "),
+        (dict(steps=10.0), "^steps must be an integer"),
+        (dict(n_init=True), "^n_init must be an integer"),
+        (dict(record_every=2.0), "^record_every must be an integer"),
+        (dict(optimizer=None), "^optimizer must be one of"),
+        (dict(channel="hardmax"), "not differentiable"),
+        (dict(progress=1), "^progress must be True or False"),
+        (dict(X="X"), "^X must have shape"),
+        (dict(nan_X=True), "^X must have finite entries"),
+        (dict(y_log=True), "^y must be row-stochastic"),
+        (dict(S_true=np.full((8, 8), np.nan)), "^S_true must have finite"),
+    ],
+)
+def test_train_gd_validation_names_the_argument(key, kwargs, match):
+    S, X, y = _problem(key, d=8, alpha=0.1)
+    args = dict(key=key, X=X, y=y, rho=0.5, steps=10)
+    if kwargs.pop("nan_X", False):
+        kwargs["X"] = X.at[0, 0, 0].set(jnp.nan)
+    if kwargs.pop("y_log", False):  # log-probabilities instead of probabilities
+        kwargs["y"] = jnp.log(y)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        train_gd(**args)
+
+
+def test_load_gd_data_refuses_unknown_names():
+    with pytest.raises(ValueError, match=r"^name must be one of the data files"):
+        aim.gd.load_gd_data("../__init__.py")
+    with pytest.raises(ValueError, match=r"^name must be one of the data files"):
+        aim.gd.load_gd_data(3)
+
+
+# --- property-based tests (Hypothesis) ------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+# a few fixed sizes (each new shape is a new compilation), the values drawn freely
+_FAST = settings(max_examples=20, deadline=None)
+_vals = st.lists(st.floats(-3.0, 3.0, allow_nan=False), min_size=64, max_size=64)
+
+
+def _arr(v, shape):
+    return np.resize(np.asarray(v, dtype=float), shape)
+
+
+@_FAST
+@given(d=st.sampled_from([1, 3]), r=st.sampled_from([1, 2]), T=st.sampled_from([1, 2]),
+       channel=st.sampled_from(["softmax", "linear", "relu", "sigmoid"]), beta=st.floats(1e-3, 5.0),
+       wd=st.floats(0.0, 3.0), w=_vals, x=_vals, z=_vals)
+def test_valid_inputs_give_finite_symmetric_results(d, r, T, channel, beta, wd, w, x, z):
+    n = 2
+    W, X = _arr(w, (d, r)), _arr(x, (n, T, d))
+    z = _arr(z, (n, T, T))
+    y = np.asarray(jax.nn.softmax(z, axis=-1)) if channel == "softmax" else z
+    S = np.asarray(student_matrix(W))
+    assert S.shape == (d, d) and np.all(np.isfinite(S)) and np.array_equal(S, S.T)
+    assert np.linalg.eigvalsh(S).min() > -1e-10 * max(1.0, np.abs(S).max())  # PSD
+    h = np.asarray(student_indices(W, X))
+    assert h.shape == (n, T, T) and np.allclose(h, np.swapaxes(h, -1, -2), atol=1e-12)
+    loss = float(gd_loss(W, X, y, channel=channel, beta=beta, weight_decay=wd))
+    assert np.isfinite(loss) and loss >= 0.0
+
+
+_BAD = {
+    "W": [np.full((3, 2), np.nan), np.ones((4, 2)), np.ones(3), "W", np.ones((3, 2)) + 1j],
+    "X": [np.full((2, 2, 3), np.inf), np.ones((2, 3)), np.ones((0, 2, 3)), None],
+    "y": [np.full((2, 2, 2), np.nan), np.ones((2, 2, 3)), np.full((2, 2, 2), 0.7)],
+    "beta": [-1.0, np.nan, np.inf, True, "1", 0.0],
+    "weight_decay": [-1.0, -1e-300, np.nan, np.inf, False, "0"],
+    "channel": ["hardmax", "foo", 3, None],
+}
+
+
+@_FAST
+@given(arg=st.sampled_from(sorted(_BAD)), i=st.integers(0, 5))
+def test_invalid_inputs_name_the_argument(arg, i):
+    kw = dict(W=np.ones((3, 2)), X=np.ones((2, 2, 3)), y=np.full((2, 2, 2), 0.5), beta=1.0, weight_decay=0.0,
+              channel="softmax")
+    kw[arg] = _BAD[arg][i % len(_BAD[arg])]
+    with pytest.raises((ValueError, TypeError), match=rf"(?<![\w.]){arg}(?!\w)"):
+        gd_loss(**kw)
