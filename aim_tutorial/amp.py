@@ -114,8 +114,9 @@ class GampRieResult(NamedTuple):
         diverged: a non-finite value appeared, or the residual grew without bound; ``S_hat`` is then
             the last finite iterate and must not be trusted.
         n_iter: number of iterations run.
-        status: ``"converged"``, ``"max_iter"``, ``"stationary: ..."`` (see ``stall_patience``) or a sentence
-            saying why the run was declared divergent.
+        status: ``"converged"``, ``"max_iter"``, ``"stationary: ..."`` or ``"oscillating: ..."`` (see
+            ``stall_patience``; both ``converged=False``) or a sentence saying why the run was declared
+            divergent.
         history: :class:`GampRieHistory`.
     """
 
@@ -136,11 +137,17 @@ class GampRieSEResult(NamedTuple):
         mmse: predicted error ``c^t`` after iteration ``t`` (length ``n_iter``).
         q_hat: ``q_hat^t``.
         delta: ``1 / q_hat^t``.
+        converged: the last step changed ``c`` by at most ``tol``.
+        status: ``"converged"``, or a sentence saying why not: ``"oscillating: ..."`` (period-2
+            jumps that do not shrink) or ``"not converged: ..."`` (still moving after ``n_iter``
+            iterations).
     """
 
     mmse: np.ndarray
     q_hat: np.ndarray
     delta: np.ndarray
+    converged: bool = False
+    status: str = "not converged"
 
 
 # --------------------------------------------------------------------------- #
@@ -158,12 +165,35 @@ def prior_input(X: jax.Array, Gamma: jax.Array) -> jax.Array:
     Returns:
         ``B``, shape ``(d, d)``, symmetric.
 
+    Raises:
+        ValueError: ``X`` not a finite real ``(n, T, d)`` array, ``Gamma`` not a finite real
+            ``(n, T, T)`` array (the checks are skipped for traced values, inside ``jax.jit``).
+
     Example:
         >>> import jax, jax.numpy as jnp, aim_tutorial as aim
         >>> X = jax.random.normal(jax.random.key(0), (4, 2, 5))
         >>> aim.prior_input(X, jnp.zeros((4, 2, 2))).shape
         (5, 5)
     """
+    if _is_concrete(X):
+        _checks.real_array("X", X, ndim=3)
+    if len(np.shape(X)) != 3:
+        raise ValueError(f"X must have shape (n, T, d), got shape {np.shape(X)}")
+    n, T, _ = np.shape(X)
+    if _is_concrete(Gamma):
+        _checks.real_array("Gamma", Gamma, ndim=3)
+    if np.shape(Gamma) != (n, T, T):
+        raise ValueError(f"Gamma must have shape (n, T, T) = {(n, T, T)}, got shape {np.shape(Gamma)}")
+    return _prior_input(jnp.asarray(X, jnp.float64) if _is_concrete(X) else X,
+                        jnp.asarray(Gamma, jnp.float64) if _is_concrete(Gamma) else Gamma)
+
+
+def _is_concrete(x) -> bool:
+    return not isinstance(x, jax.core.Tracer)
+
+
+def _prior_input(X, Gamma):
+    """:func:`prior_input` without the checks (inside the jitted iteration)."""
     n, T, d = X.shape
     GX = jnp.einsum("nab,nbd->nad", Gamma, X)
     B = GX.reshape(n * T, d).T @ X.reshape(n * T, d)
@@ -172,12 +202,15 @@ def prior_input(X: jax.Array, Gamma: jax.Array) -> jax.Array:
 
 
 @functools.lru_cache(maxsize=None)
-def _make_half_step(channel, beta: float, noise: float, score: str, q_hat_from: str = "square"):
-    """Jitted output half of an iteration for one channel (cached per channel settings)."""
+def _make_half_step(channel, beta: float, noise: float, score: str, q_hat_from: str = "square",
+                    log_outputs: bool = False):
+    """Jitted output half of an iteration for one channel (cached per channel settings); with
+    ``log_outputs`` ``y`` holds ``log y`` (the channel's ``log_score``)."""
     channel = _channels().get(channel)
+    channel_score = channel.log_score if log_outputs else channel.score
 
     def score_fn(y, omega, V):
-        G = channel.score(y, omega, V + noise / 2, beta, score)
+        G = channel_score(y, omega, V + noise / 2, beta, score)
         return (G + jnp.swapaxes(G, -1, -2)) / 2
 
     def half_step(X, y, S_hat, c, Gamma_old, omega_old, V_old, damping, alpha):
@@ -211,7 +244,7 @@ def _make_half_step(channel, beta: float, noise: float, score: str, q_hat_from: 
         q_hat = q_hat_square if q_hat_from == "square" else q_hat_derivative
         # on the Nishimori line E g^2 = -E g': the ratio is 1 up to finite-size corrections
         ratio = q_hat_square / q_hat_derivative
-        B = prior_input(X, Gamma)
+        B = _prior_input(X, Gamma)
         R = S_hat + (2.0 / (q_hat * d**1.5)) * B
         lam, O = jnp.linalg.eigh(R)
         return omega, V, Gamma, q_hat, lam, O, ratio
@@ -237,6 +270,8 @@ def _validate_common(channel, beta, noise, score):
     ch = _channels().get(channel)
     beta = _checks.positive("beta", beta)
     noise = _checks.nonnegative("noise", noise)
+    if not isinstance(score, str):
+        raise _checks.ArgumentTypeError(f"score must be one of {ch.scores} for channel {ch.name!r}, got {score!r}")
     if score not in ch.scores:
         if score == "published":
             raise ValueError("score must be 'exact' unless channel='hardmax' ('published' is the hardmax score "
@@ -267,6 +302,7 @@ def gamp_rie(
     max_ratio: float = 10.0,
     stall_patience: Optional[int] = 25,
     adaptive_damping: bool = False,
+    log_outputs: bool = False,
 ) -> GampRieResult:
     """GAMP-RIE for the single-layer attention-indexed model, eqs. (amp-omega)-(amp-prior).
 
@@ -277,13 +313,16 @@ def gamp_rie(
 
     Args:
         X: tokens, shape ``(n, T, d)``.
-        y: outputs, shape ``(n, T, T)`` (row-stochastic for ``"softmax"``, one-hot rows for
-            ``"hardmax"``, the noisy indices for ``"linear"``).
+        y: outputs, shape ``(n, T, T)``, finite and possible outputs of the channel (row-stochastic
+            with no exact zero for ``"softmax"``, or the log-probabilities with ``log_outputs=True``;
+            one-hot rows for ``"hardmax"``; the symmetric noisy indices for ``"linear"``; the
+            channel's :attr:`~aim_tutorial.channels.Channel.check_outputs` says which).
         rho: width ratio of the teacher's prior, ``rho > 0``.
         channel: ``"softmax"``, ``"hardmax"`` (``T = 2``) or ``"linear"``.
         beta: inverse temperature of the softmax, ``beta > 0``.
         noise: variance ``>= 0`` of the Gaussian noise on ``h`` (``Delta`` diagonal, ``Delta/2`` off).
-        key: a ``jax.random`` key; needed by ``init="prior"`` (``ValueError`` if it is ``None``).
+        key: a ``jax.random`` key; needed by ``init="prior"`` (``ValueError`` if it is ``None``),
+            unused by ``init="mean"`` (checked when given).
         S_true: the teacher ``(d, d)``, only to record the error in the history.
         init: ``"prior"`` (a fresh sample of the prior, as in the paper) or ``"mean"``
             (``S_hat = sqrt(rho) I``, the posterior mean at ``alpha = 0``; needs no key).
@@ -313,10 +352,18 @@ def gamp_rie(
             the square estimator of ``q_hat`` then feeds on itself (``V`` shrinks like ``V^2``) and the
             iteration would stop at a spurious "perfect recovery" with ``c ~ 0``.
 
-        stall_patience: stop (status ``"stationary"``, ``converged=False``) when the residual has not
-            reached a new minimum for this many iterations: at finite ``d`` the iterates can fluctuate
-            around the fixed point a little above ``tol`` while the error no longer moves. ``None``
-            disables this rule.
+        stall_patience: stop (``converged=False``) when the residual has not reached a new minimum
+            for this many iterations. At finite ``d`` the iterates can fluctuate around the fixed point
+            a little above ``tol`` while the error no longer moves: status ``"stationary: ..."`` when
+            the median residual of those iterations is below ``0.01 c + 100 tol`` (``c`` the predicted
+            error); above it the iterates keep jumping (typically a period-2 oscillation of the
+            undamped hardmax at small ``alpha``) and the status is ``"oscillating: ..."``, with the
+            residual: not a fixed point (more damping or ``adaptive_damping=True`` may help).
+            ``None`` disables this rule.
+        log_outputs: ``y`` holds the log-probabilities ``log softmax(beta h)`` (``channel="softmax"``
+            only), as :func:`aim_tutorial.sample_data` returns them with ``log_outputs=True``: at large
+            ``beta`` (``>= 100``) the probabilities underflow to 0 and their logs are lost; the
+            log-probabilities stay finite and give the same iteration.
 
     Implementation: the output half of an iteration (``omega``, ``Gamma``, ``q_hat``, ``R`` and
     the eigendecomposition of ``R``) is one jitted function; the Hilbert transform at the ``d``
@@ -327,6 +374,13 @@ def gamp_rie(
     Returns:
         :class:`GampRieResult` with ``S_hat``, ``converged``, ``diverged``, ``status`` and the
         per-iteration :class:`GampRieHistory`.
+
+    Raises:
+        ValueError: invalid data (``X`` not a finite real ``(n, T, d)`` array with ``n, T, d >= 1``,
+            ``y`` not ``(n, T, T)``, not finite, or not outputs of the channel, e.g. softmax
+            probabilities with exact zeros: pass ``log_outputs=True`` data) or settings (each
+            argument is checked and named); :class:`aim_tutorial._checks.ArgumentTypeError` (a
+            ``TypeError`` and a ``ValueError``) for an argument of the wrong kind.
 
     Example:
         >>> import jax, aim_tutorial as aim
@@ -340,12 +394,10 @@ def gamp_rie(
     """
     ch, beta, noise = _validate_common(channel, beta, noise, score)
     rho = _checks.positive("rho", rho)
-    damping = float(damping)
-    if not 0.0 <= damping < 1.0:
-        raise ValueError(f"damping must be in [0, 1), got {damping!r}")
+    damping = _checks.in_range("damping", damping, 0.0, 1.0, high_open=True)
     max_iter = _checks.integer_at_least("max_iter", max_iter, 1)
-    if not isinstance(adaptive_damping, (bool, np.bool_)):
-        raise ValueError(f"adaptive_damping must be True or False, got {adaptive_damping!r}")
+    adaptive_damping = _checks.boolean("adaptive_damping", adaptive_damping)
+    log_outputs = _checks.boolean("log_outputs", log_outputs)
     min_iter = _checks.integer_at_least("min_iter", min_iter, 1)
     patience = _checks.integer_at_least("patience", patience, 2)
     tol = _checks.positive("tol", tol)
@@ -354,14 +406,15 @@ def gamp_rie(
         stall_patience = _checks.integer_at_least("stall_patience", stall_patience, 2)
     _checks.one_of("init", init, ("prior", "mean"))
     _checks.one_of("q_hat_from", q_hat_from, ("square", "derivative"))
+    _checks.real_array("X", X, ndim=3)
+    n, T, d = np.shape(X)
+    _checks.real_array("y", y, ndim=3)
+    if np.shape(y) != (n, T, T):
+        raise ValueError(f"y must have shape (n, T, T) = {(n, T, T)}, got shape {np.shape(y)}")
+    _channels().check_settings(ch, T, beta, noise, score)
+    _channels().check_outputs(ch, "y", y, T, beta, log_outputs=log_outputs)
     X = jnp.asarray(X, dtype=jnp.float64)
     y = jnp.asarray(y, dtype=jnp.float64)
-    if X.ndim != 3:
-        raise ValueError(f"X must have shape (n, T, d), got shape {X.shape}")
-    n, T, d = X.shape
-    if y.shape != (n, T, T):
-        raise ValueError(f"y must have shape (n, T, T) = {(n, T, T)}, got shape {y.shape}")
-    _channels().check_settings(ch, T, beta, noise, score)
     if S_true is not None:
         _checks.square_symmetric("S_true", S_true)
         if np.shape(S_true) != (d, d):
@@ -370,6 +423,8 @@ def gamp_rie(
     if c_init is None:
         c_init = 2.0 if init == "prior" else 1.0
     c_init = _checks.positive("c_init", c_init)
+    if key is not None:
+        key = _checks.prng_key("key", key)
     if init == "prior":
         if key is None:
             raise ValueError("key must be a jax.random key for init='prior' (or use init='mean')")
@@ -379,7 +434,8 @@ def gamp_rie(
 
     rmt = _rmt()
     S_ref = S_true if S_true is not None else jnp.zeros((d, d))
-    half_step = _make_half_step(ch, beta, noise, score, q_hat_from)
+    half_step = (_make_half_step(ch, beta, noise, score, q_hat_from, True) if log_outputs
+                 else _make_half_step(ch, beta, noise, score, q_hat_from))
     alpha = n / d**2
     c = c_init
     Gamma = jnp.zeros((n, T, T))
@@ -448,8 +504,7 @@ def gamp_rie(
         if residual < best_residual:
             best_residual, best_it = residual, it
         if stall_patience is not None and it >= min_iter and it - best_it >= stall_patience:
-            status = (f"stationary: the residual stopped decreasing (smallest {best_residual:.2g} at iteration "
-                      f"{best_it}, tol {tol:g}); the iterates fluctuate around a fixed point")
+            status = _stall_status(hist["residual"][best_it - 1:], best_residual, best_it, tol, c)
             break
     history = GampRieHistory(**{k: np.asarray(v, dtype=float) for k, v in hist.items()})
     error = float(history.error[-1]) if len(history.error) else float("nan")
@@ -465,6 +520,20 @@ def gamp_rie(
     )
 
 
+def _stall_status(window, best_residual, best_it, tol, c):
+    """The status of a run stopped by ``stall_patience``: ``stationary`` only when the residuals since
+    the smallest one stay small against the predicted error ``c`` (a fixed point, up to finite-size
+    fluctuations), else ``oscillating`` with the residual (the iterates jump: not a fixed point)."""
+    typical = float(np.median(window))
+    if typical <= 0.01 * c + 100 * tol:
+        return (f"stationary: the residual stopped decreasing (smallest {best_residual:.2g} at iteration "
+                f"{best_it}, tol {tol:g}; median {typical:.2g} since); the iterates fluctuate around a fixed point")
+    return (f"oscillating: not converged, the residual stopped decreasing and stays large (median "
+            f"{typical:.2g} over the last {len(window)} iterations, smallest {best_residual:.2g} at iteration "
+            f"{best_it}, tol {tol:g}, against a predicted error {c:.2g}); the iterates keep jumping and are "
+            f"not at a fixed point: more damping (damping=0.5 or adaptive_damping=True) may help")
+
+
 def gamp_rie_state_evolution(
     alpha: float,
     rho: float,
@@ -473,10 +542,11 @@ def gamp_rie_state_evolution(
     beta: float = 1.0,
     noise: float = 0.0,
     *,
-    c_init: float = 2.0,
+    c_init: Optional[float] = None,
     n_iter: int = 50,
     damping: float = 0.0,
     score: str = "exact",
+    tol: float = 1e-8,
 ) -> GampRieSEResult:
     """The state evolution of GAMP-RIE, iteration by iteration, eq. (amp-se).
 
@@ -494,11 +564,16 @@ def gamp_rie_state_evolution(
         channel: ``"softmax"``, ``"hardmax"`` or ``"linear"``.
         beta, noise, score: as in :func:`gamp_rie`.
         c_init: starting error (``2`` matches ``init="prior"``, ``1`` matches ``init="mean"``).
+            Default: ``2``, the default of :func:`gamp_rie`, capped at the prior's second moment
+            ``Q0 = 1 + rho`` (the uninformed start ``q = 0``) for ``channel="hardmax"``, whose
+            integrals need ``q = Q0 - c >= 0`` (for the other channels ``q = max(Q0 - c, 0)``).
         n_iter: number of iterations.
         damping: in ``[0, 1)``.
+        tol: ``converged`` when the last iteration changed ``c`` by at most ``tol``.
 
     Returns:
-        :class:`GampRieSEResult` with arrays of length ``n_iter``.
+        :class:`GampRieSEResult` with arrays of length ``n_iter``, ``converged`` and ``status``
+        (``"converged"``, ``"oscillating: ..."`` or ``"not converged: ..."``).
 
     Example:
         >>> import aim_tutorial as aim
@@ -512,15 +587,16 @@ def gamp_rie_state_evolution(
     alpha = _checks.nonnegative("alpha", alpha)
     rho = _checks.positive("rho", rho)
     T = _checks.integer_at_least("T", T, 2)
-    c_init = _checks.positive("c_init", c_init)
     _channels().check_settings(ch, T, beta, noise, score)
+    if c_init is None:
+        c_init = min(2.0, 1.0 + rho) if ch.name == "hardmax" else 2.0
+    c_init = _checks.positive("c_init", c_init)
+    tol = _checks.positive("tol", tol)
     if ch.name == "hardmax" and c_init > 1.0 + rho:
         # the hardmax integrals are functions of t = q / V' >= 0
         raise ValueError(f"c_init must be in (0, Q0] = (0, {1.0 + rho}] for channel='hardmax' (overlap q >= 0)")
     n_iter = _checks.integer_at_least("n_iter", n_iter, 1)
-    damping = float(damping)
-    if not 0.0 <= damping < 1.0:
-        raise ValueError(f"damping must be in [0, 1), got {damping!r}")
+    damping = _checks.in_range("damping", damping, 0.0, 1.0, high_open=True)
     rmt = _rmt()
     c, V = c_init, c_init
     out = {"mmse": [], "q_hat": [], "delta": []}
@@ -532,7 +608,27 @@ def gamp_rie_state_evolution(
         out["mmse"].append(c)
         out["q_hat"].append(q_hat)
         out["delta"].append(delta)
-    return GampRieSEResult(**{k: np.asarray(v, dtype=float) for k, v in out.items()})
+    arrays = {k: np.asarray(v, dtype=float) for k, v in out.items()}
+    converged, status = _se_status(arrays["mmse"], c_init, tol)
+    return GampRieSEResult(**arrays, converged=converged, status=status)
+
+
+def _se_status(mmse, c_init, tol):
+    """``(converged, status)`` of a state-evolution trajectory: the last change of ``c`` against ``tol``,
+    and, when it is larger, whether the trajectory oscillates (period 2: ``c^t`` back near ``c^{t-2}``)."""
+    c = np.concatenate([[c_init], mmse])
+    step = abs(float(c[-1] - c[-2]))
+    if not np.all(np.isfinite(mmse)):
+        return False, "not converged: a non-finite error appeared"
+    if step <= tol:
+        return True, "converged"
+    if len(c) >= 4:
+        d1, d2 = c[-1] - c[-2], c[-2] - c[-3]
+        if d1 * d2 < 0 and abs(float(c[-1] - c[-3])) < 0.5 * step:
+            return False, (f"oscillating: c jumps by {step:.3g} each iteration (period 2) after {len(mmse)} "
+                           f"iterations, tol {tol:g}; more damping may help")
+    return False, (f"not converged: the last iteration changed c by {step:.3g} > tol = {tol:g} after "
+                   f"{len(mmse)} iterations (raise n_iter)")
 
 
 def _q_hat_of_V(alpha, rho, T, ch, beta, noise, score, V):

@@ -64,8 +64,30 @@ def test_registry_names_and_errors():
         chs.get(3.0)
     with pytest.raises(ValueError, match="already registered"):
         chs.register(chs.Channel(**{**chs.get("linear").__dict__}))
-    with pytest.raises(ValueError, match="channel must be one of .* here, got 'hardmax'"):
+    # gradient descent refuses the hardmax (not differentiable), with a message naming it
+    with pytest.raises(ValueError, match=r"channel.*'hardmax'"):
         aim.train_gd(jax.random.key(0), np.zeros((4, 2, 3)), np.zeros((4, 2, 2)), 0.5, channel="hardmax")
+
+
+def test_a_channel_declares_its_output_check(key):
+    """Channel.check_outputs: a new channel says which y it can output; output_score, log_partition and
+    gamp_rie call it (the registered channels' checks are tested in tests/test_channels.py)."""
+    import dataclasses
+
+    def nonnegative(name, y, beta, log_outputs):
+        if np.any(np.asarray(y) < 0):
+            raise ValueError(f"{name} must be >= 0 for this channel")
+
+    pos = dataclasses.replace(chs.get("linear"), name="linear>=0", check_outputs=nonnegative)
+    y = np.abs(np.asarray(chs.symmetric_gaussian(key, (5, 2, 2))))
+    w = np.zeros((5, 2, 2))
+    aim.output_score(pos, y, w, 1.0)
+    for bad in (lambda: aim.output_score(pos, -y, w, 1.0), lambda: aim.log_partition(pos, -y, w, 1.0),
+                lambda: aim.gamp_rie(np.ones((5, 2, 3)), -y, 0.5, channel=pos, init="mean")):
+        with pytest.raises(ValueError, match="y must be >= 0 for this channel"):
+            bad()
+    with pytest.raises(ValueError, match="log_outputs"):  # no log_score: no log-outputs
+        aim.output_score(pos, y, w, 1.0, log_outputs=True)
 
 
 @pytest.mark.slow

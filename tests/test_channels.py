@@ -241,3 +241,189 @@ def test_nishimori_identity_exactly_at_every_omega(key):
             np.testing.assert_allclose(norm, 1.0, atol=1e-12)  # Z_out is a distribution over y
             worst = float(jnp.max(jnp.abs(tot)))
             assert (worst < 1e-9) if small else (worst > 1e-2)
+
+
+# --------------------------------------------------------------------------- issue 17: hostile inputs
+
+
+def test_softmax_log_outputs_match_probabilities_and_survive_underflow(key):
+    """The softmax score from log-probabilities: bit-identical to the score from probabilities when none
+    is 0; at beta = 1e4, where the probabilities underflow to exact zeros, finite and equal to the score
+    at beta = 1 (it does not depend on beta); probabilities with zeros are refused, saying what to do."""
+    omega, h = _sample(key, 6, 3, 0.5, 0.3)
+    y = aim.softmax(h, 2.0)
+    logy = jax.nn.log_softmax(2.0 * h, axis=-1)
+    assert float(jnp.min(y)) > 0
+    for fn in (aim.output_score, aim.log_partition):
+        a = fn("softmax", y, omega, 0.3, beta=2.0, noise=0.1)
+        b = fn("softmax", jnp.log(y), omega, 0.3, beta=2.0, noise=0.1, log_outputs=True)
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # same arithmetic, same bits
+        big = fn("softmax", jax.nn.log_softmax(1e4 * h, axis=-1), omega, 0.3, beta=1e4, noise=0.1, log_outputs=True)
+        one = fn("softmax", logy, omega, 0.3, beta=2.0, noise=0.1, log_outputs=True)
+        assert bool(jnp.all(jnp.isfinite(big)))
+        np.testing.assert_allclose(big, one, rtol=1e-9, atol=1e-9)
+    y_big = aim.softmax(h, 1e4)
+    assert float(jnp.min(y_big)) == 0.0
+    with pytest.raises(ValueError, match=r"exactly 0.*log_outputs=True"):
+        aim.output_score("softmax", y_big, omega, 0.3, beta=1e4)
+    with pytest.raises(ValueError, match="log_outputs"):
+        aim.log_partition("linear", h, omega, 0.3, log_outputs=True)
+
+
+def _bad_y(name, y):
+    y = np.array(y)
+    if name == "softmax":
+        y[0, 0, :2] = [1.1, -0.1]  # a negative probability, the row still sums to 1
+    elif name == "hardmax":
+        y[0, 0] = [0.5, 0.5]
+    elif name == "relu":
+        y[0, 0, 0] = -0.1
+    elif name == "sigmoid":
+        y[0, 0, 0] = 1.5
+    else:  # linear: y = h is symmetric
+        y[0, 0, 1] += 1.0
+    return y
+
+
+@pytest.mark.parametrize("name", ["softmax", "hardmax", "linear", "relu", "sigmoid"])
+def test_output_score_refuses_invalid_inputs(key, name):
+    """Issue 17: negative softmax y, non-symmetric omega, hardmax y that is not one-hot, relu y < 0, sigmoid
+    y > 1, non-symmetric linear y, NaN, inf, V' <= 0, bad shapes: a ValueError naming the argument."""
+    T = 2 if name == "hardmax" else 3
+    omega, h = _sample(key, 4, T, 0.5, 0.3)
+    y = np.asarray(ch.get(name).output(h, 1.0))
+    omega = np.asarray(omega)
+    nan_omega = omega.copy()
+    nan_omega[1, 0, 0] = np.nan
+    asym = omega.copy()
+    asym[1, 0, 1] += 0.5
+    inf_y = y.copy()
+    inf_y[2, 1, 1] = np.inf
+    cases = [
+        (dict(y=_bad_y(name, y)), "y"), (dict(y=inf_y), "y"), (dict(y=y[:3]), "y"), (dict(y=y + 0j), "y"),
+        (dict(omega=nan_omega), "omega"), (dict(omega=asym), "omega"), (dict(omega=omega[..., :1]), "omega"),
+        (dict(V=0.0), "V"), (dict(V=-0.5), "V"), (dict(V=np.inf), "V"), (dict(V="1"), "V"),
+        (dict(noise=-0.1), "noise"), (dict(beta=np.nan), "beta"), (dict(log_outputs="yes"), "log_outputs"),
+    ]
+    for fn in (aim.output_score, aim.log_partition):
+        args = dict(y=y, omega=omega, V=0.3)
+        fn(name, **args)  # the valid call
+        for bad, arg in cases:
+            with pytest.raises(ValueError, match=rf"(?<![\w.]){arg}(?!\w)"):
+                fn(name, **{**args, **bad})
+
+
+def test_public_helpers_check_their_arguments(key):
+    """Issue 17: symmetric_gaussian, symmetric_gradient, prior_input, generic_output_score and the hardmax
+    tables refuse bad arguments with an error naming them (they failed deep inside JAX or returned NaN)."""
+    bad = [
+        (lambda: ch.symmetric_gaussian(0, (3, 2, 2)), "key"),
+        (lambda: ch.symmetric_gaussian(key, (3, 2, 3)), "shape"),
+        (lambda: ch.symmetric_gaussian(key, 4), "shape"),
+        (lambda: ch.symmetric_gaussian(key, (3, 2.0, 2)), r"shape\[1\]"),
+        (lambda: ch.symmetric_gaussian(key, (-1, 2, 2)), r"shape\[0\]"),
+        (lambda: aim.symmetric_gradient(3.0, np.zeros((2, 2))), "f"),
+        (lambda: aim.symmetric_gradient(jnp.sum, np.zeros((2, 3))), "omega"),
+        (lambda: aim.symmetric_gradient(jnp.sum, np.full((2, 2), np.nan)), "omega"),
+        (lambda: aim.prior_input(np.zeros((4, 2, 5)), np.zeros((4, 3, 3))), "Gamma"),
+        (lambda: aim.prior_input(np.zeros((4, 5)), np.zeros((4, 2, 2))), "X"),
+        (lambda: aim.prior_input(np.full((4, 2, 5), np.inf), np.zeros((4, 2, 2))), "X"),
+        (lambda: aim.generic_output_score(key, "g", np.zeros((2, 2)), np.zeros((2, 2)), 1.0, label_noise=0.1), "g"),
+        (lambda: aim.generic_output_score(key, jnp.tanh, np.zeros((2, 2)), np.array([[0, 1], [0, 0.]]), 1.0,
+                                          label_noise=0.1), "omega"),
+        (lambda: aim.generic_output_score(None, jnp.tanh, np.zeros((2, 2)), np.zeros((2, 2)), 1.0,
+                                          label_noise=0.1), "key"),
+        (lambda: ch.hardmax.hardmax_score_moment(-1.0), "t"),
+        (lambda: ch.hardmax.hardmax_expected_log_partition(np.nan), "t"),
+        (lambda: ch.elementwise.analyse(jnp.tanh, x_max=-1.0), "x_max"),
+        (lambda: ch.elementwise.flat_probability(ch.get("relu").structure(2, 1.0), 0.0), "var"),
+    ]
+    for call, arg in bad:
+        with pytest.raises(ValueError, match=rf"(?<![\w.]){arg}"):
+            call()
+    z = ch.symmetric_gaussian(key, (3, 2, 2))
+    assert z.shape == (3, 2, 2) and bool(jnp.all(z == jnp.swapaxes(z, -1, -2)))
+
+
+# Hypothesis: valid generated inputs give finite results; invalid ones a ValueError/TypeError naming the argument
+from hypothesis import given, settings, HealthCheck  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_N_H = 3  # one shape a channel: one compilation
+
+
+def _inputs(draw, name):
+    T = 2 if name == "hardmax" else 3
+    f = st.floats(-3.0, 3.0, allow_nan=False)
+    w = np.array(draw(st.lists(f, min_size=_N_H * T * T, max_size=_N_H * T * T))).reshape(_N_H, T, T)
+    z = np.array(draw(st.lists(f, min_size=_N_H * T * T, max_size=_N_H * T * T))).reshape(_N_H, T, T)
+    scale = draw(st.floats(0.0, 3.0))
+    V = 10.0 ** draw(st.floats(-3.0, 2.0))
+    beta = 10.0 ** draw(st.floats(-1.0, 1.0))
+    noise = draw(st.sampled_from([0.0, 0.01, 0.5, 3.0]))
+    omega = scale * (w + np.swapaxes(w, -1, -2)) / 2
+    h = omega + math.sqrt(V) * (z + np.swapaxes(z, -1, -2)) / math.sqrt(2)
+    return h, omega, V, beta, noise
+
+
+@pytest.mark.parametrize("name", ["softmax", "hardmax", "linear", "relu", "sigmoid"])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_property_valid_inputs_give_finite_score_and_log_partition(name, data):
+    h, omega, V, beta, noise = _inputs(data.draw, name)
+    chan = ch.get(name)
+    kw = dict(beta=beta, noise=noise)
+    if name == "softmax":
+        logy = np.asarray(jax.nn.log_softmax(beta * jnp.asarray(h), axis=-1))
+        outs = [aim.output_score(name, logy, omega, V, log_outputs=True, **kw),
+                aim.log_partition(name, logy, omega, V, log_outputs=True, **kw)]
+        y = np.exp(logy)
+        if np.min(y) == 0:  # underflow: refused, not NaN
+            with pytest.raises(ValueError, match="log_outputs"):
+                aim.output_score(name, y, omega, V, **kw)
+            y = None
+    else:
+        y = np.asarray(chan.output(jnp.asarray(h), beta))
+        outs = []
+    if y is not None:
+        outs += [aim.output_score(name, y, omega, V, **kw), aim.log_partition(name, y, omega, V, **kw)]
+    for out in outs:
+        assert bool(jnp.all(jnp.isfinite(out))), (name, out)
+
+
+_MUTATIONS = ["omega_asym", "omega_nan", "y_nan", "y_inf", "y_shape", "y_channel", "V", "noise", "beta"]
+
+
+@pytest.mark.parametrize("name", ["softmax", "hardmax", "linear", "relu", "sigmoid"])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_property_invalid_inputs_are_refused_by_name(name, data):
+    h, omega, V, beta, noise = _inputs(data.draw, name)
+    y = np.asarray(ch.get(name).output(jnp.asarray(h), beta))
+    if name == "softmax":
+        y = np.maximum(y, 1e-300)  # exact zeros are refused too; this property is about the others
+        y = y / y.sum(axis=-1, keepdims=True)
+    kw = dict(y=y, omega=omega, V=V, beta=beta, noise=noise)
+    what = data.draw(st.sampled_from(_MUTATIONS))
+    i = data.draw(st.integers(0, _N_H - 1))
+    arg = what.split("_")[0]
+    kw["omega"], kw["y"] = omega.copy(), y.copy()
+    if what == "omega_asym":
+        kw["omega"][i, 0, 1] += data.draw(st.sampled_from([1e-3, -1.0, 100.0]))
+    elif what == "omega_nan":
+        kw["omega"][i, 1, 1] = data.draw(st.sampled_from([np.nan, np.inf]))
+    elif what in ("y_nan", "y_inf"):
+        kw["y"][i, 1, 0] = np.nan if what == "y_nan" else -np.inf
+    elif what == "y_shape":
+        kw["y"] = y[..., :1]
+    elif what == "y_channel":
+        kw["y"] = _bad_y(name, y)
+    elif what == "V":
+        kw["V"] = data.draw(st.sampled_from([0.0, -V, np.nan, np.inf, None, "1"]))
+    elif what == "noise":
+        kw["noise"] = data.draw(st.sampled_from([-noise - 0.1, np.nan, np.inf]))
+    else:
+        kw["beta"] = data.draw(st.sampled_from([np.nan, np.inf] + ([0.0, -beta] if ch.get(name).uses_beta else [])))
+    fn = data.draw(st.sampled_from([aim.output_score, aim.log_partition]))
+    with pytest.raises((ValueError, TypeError), match=rf"(?<![\w.]){arg}(?!\w)"):
+        fn(name, **kw)

@@ -133,3 +133,28 @@ def test_error_on_the_outputs_of_elementwise_channels(T):
     q = np.array([0.3, 1.2])
     np.testing.assert_allclose(aim.label_space_error(q, rho, T=T, channel=ident), (Q0 - q) * (T * T + T),
                                rtol=1e-12)
+
+
+def test_outputs_outside_the_range_of_the_map_are_refused():
+    """Issue 17: a noiseless elementwise channel checks that y is a possible output (on a flat value or
+    inside the image of a monotone piece: elsewhere the score was NaN) and symmetric; with label noise
+    any finite symmetric y is possible."""
+    clip = aim.elementwise_channel(lambda h: jnp.clip(h, -0.5, 1.0), name="clip")
+    omega = np.zeros((2, 2, 2))
+    ok = np.array([[[-0.5, 0.3], [0.3, 1.0]], [[0.0, 1.0], [1.0, -0.5]]])
+    assert np.all(np.isfinite(np.asarray(aim.output_score(clip, ok, omega, 0.5))))
+    for bad in (1.5, -0.7):
+        y = ok.copy()
+        y[1, 0, 0] = bad
+        with pytest.raises(ValueError, match=r"y must be outputs of channel 'clip'.*outside the range"):
+            aim.output_score(clip, y, omega, 0.5)
+    asym = ok.copy()
+    asym[0, 0, 1] = 0.9
+    with pytest.raises(ValueError, match="y must be symmetric"):
+        aim.log_partition(clip, asym, omega, 0.5)
+    noisy = aim.elementwise_channel(jnp.tanh, label_noise=0.05, name="tanh+noise", nodes=(24, 201))
+    y = ok.copy()
+    y[1, 0, 0] = 3.0  # beyond tanh, but label noise reaches it
+    aim.channels.check_outputs(noisy, "y", y, 2, 1.0)  # accepted (the check alone: no quadrature here)
+    with pytest.raises(ValueError, match="y must be symmetric"):
+        aim.output_score(noisy, asym, omega, 0.5)

@@ -42,7 +42,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .base import Channel, check_settings, get, register, registered, symmetric_gaussian  # noqa: F401
+from .base import (Channel, check_outputs, check_settings, check_symmetric, get, register,  # noqa: F401
+                   registered, symmetric_gaussian)
 from . import linear, softmax, hardmax, relu, sigmoid  # noqa: F401,E402  (the registry, in this order)
 from .elementwise import elementwise_channel  # noqa: F401
 from .generic import GenericScore, generic_channel, generic_output_score  # noqa: F401
@@ -52,23 +53,29 @@ from .. import _checks
 SCORES = hardmax.SCORES
 
 
-def _validate(channel, y, omega, V, beta, noise, score):
+def _validate(channel, y, omega, V, beta, noise, score, log_outputs=False):
     ch = get(channel)
-    ys, ws = np.shape(y), np.shape(omega)
+    ws = np.shape(omega)
     if len(ws) < 2 or ws[-1] != ws[-2]:
         raise ValueError(f"omega must have shape (..., T, T), got shape {ws}")
-    if ys != ws:
-        raise ValueError(f"y and omega must have the same shape (..., T, T), got {ys} and {ws}")
+    if np.shape(y) != ws:
+        raise ValueError(f"y and omega must have the same shape (..., T, T), got {np.shape(y)} and {ws}")
     for name, val in (("V", V), ("beta", beta), ("noise", noise)):
         if _is_concrete(val) and np.ndim(val) != 0:
             raise ValueError(f"{name} must be a scalar, got shape {np.shape(val)}")
     if _is_concrete(V):
         _checks.positive("V", V)
+    if _is_concrete(beta):
+        _checks.finite("beta", beta)
+    if _is_concrete(noise):
+        _checks.nonnegative("noise", noise)
     if score not in ch.scores:
         if score in SCORES:
             raise ValueError(f"score must be 'exact' unless channel='hardmax' (score={score!r} is a hardmax switch)")
         raise ValueError(f"score must be one of {ch.scores} for channel {ch.name!r}, got {score!r}")
     check_settings(ch, ws[-1], beta, noise, score)
+    check_symmetric("omega", omega)
+    check_outputs(ch, "y", y, ws[-1], beta, log_outputs=log_outputs)
     return ch
 
 
@@ -76,12 +83,13 @@ def _validate(channel, y, omega, V, beta, noise, score):
 # public functions
 
 
-@partial(jax.jit, static_argnames=("channel", "score"))
-def _output_score(channel, y, omega, V, beta, noise, score):
-    return channel.score(y, omega, V + noise / 2, beta, score)
+@partial(jax.jit, static_argnames=("channel", "score", "log_outputs"))
+def _output_score(channel, y, omega, V, beta, noise, score, log_outputs=False):
+    fn = channel.log_score if log_outputs else channel.score
+    return fn(y, omega, V + noise / 2, beta, score)
 
 
-def output_score(channel, y, omega, V, *, beta=1.0, noise=0.0, score: str = "exact"):
+def output_score(channel, y, omega, V, *, beta=1.0, noise=0.0, score: str = "exact", log_outputs: bool = False):
     """Score ``Gamma = grad_omega log Z_out(y | omega, V)`` as a symmetric matrix.
 
     ``Gamma_aa = d log Z_out / d omega_aa`` and ``Gamma_ab = Gamma_ba = (1/2) d log Z_out /
@@ -93,8 +101,9 @@ def output_score(channel, y, omega, V, *, beta=1.0, noise=0.0, score: str = "exa
     Args:
         channel: a registered name (:func:`registered`: ``"softmax"``, ``"linear"``,
             ``"hardmax"``, ``"relu"``, ``"sigmoid"``) or a :class:`Channel`.
-        y: outputs, shape ``(..., T, T)`` (softmax: probabilities, all > 0;
-            hardmax: one-hot rows, T = 2).
+        y: outputs, shape ``(..., T, T)``, finite and possible outputs of the channel (softmax:
+            rows of probabilities, all > 0, or their logs with ``log_outputs=True``; hardmax: one-hot
+            rows, T = 2; linear and elementwise channels: symmetric, in the range of the map).
         omega: means of ``h``, symmetric, shape ``(..., T, T)``.
         V: variance scale, scalar ``> 0`` (``Var h_aa = 2V``, ``Var h_ab = V``).
         beta: softmax inverse temperature ``> 0`` (the score does not depend on
@@ -102,9 +111,18 @@ def output_score(channel, y, omega, V, *, beta=1.0, noise=0.0, score: str = "exa
         noise: variance ``Delta >= 0`` of the noise on ``h``.
         score: ``"exact"``, or ``"published"`` (hardmax only: the published,
             non-gradient expression).
+        log_outputs: ``y`` holds the log-probabilities ``log softmax(beta h)`` (softmax only; as
+            :func:`aim_tutorial.sample_data` gives them with ``log_outputs=True``): finite at any
+            ``beta``, where the probabilities underflow to 0.
 
     Returns:
         ``Gamma``, shape ``(..., T, T)``, symmetric.
+
+    Raises:
+        ValueError: a shape that does not match, ``omega`` not symmetric, non-finite entries, ``V <= 0``,
+            ``noise < 0``, or ``y`` that the channel cannot output (negative or underflowed softmax
+            probabilities, hardmax rows that are not one-hot, ...). The checks of arrays are skipped
+            for traced values (inside ``jax.jit``, ``jax.grad``).
 
     Example:
         >>> import jax.numpy as jnp, aim_tutorial as aim
@@ -116,19 +134,21 @@ def output_score(channel, y, omega, V, *, beta=1.0, noise=0.0, score: str = "exa
     Chapter 4; the score and its matrix form: chapter 3, section "The output channel and its
     Nishimori identity". Reference: arXiv 2506.01582.
     """
-    ch = _validate(channel, y, omega, V, beta, noise, score)
+    ch = _validate(channel, y, omega, V, beta, noise, score, log_outputs)
     y = jnp.asarray(y, dtype=jnp.float64)
     omega = jnp.asarray(omega, dtype=jnp.float64)
-    return _output_score(ch, y, omega, jnp.asarray(V, jnp.float64), jnp.asarray(beta, jnp.float64),
-                         jnp.asarray(noise, jnp.float64), score)
+    args = (ch, y, omega, jnp.asarray(V, jnp.float64), jnp.asarray(beta, jnp.float64),
+            jnp.asarray(noise, jnp.float64), score)
+    return _output_score(*args, log_outputs=True) if log_outputs else _output_score(*args)
 
 
-@partial(jax.jit, static_argnames=("channel",))
-def _log_partition(channel, y, omega, V, beta, noise):
-    return channel.log_partition(y, omega, V + noise / 2, beta)
+@partial(jax.jit, static_argnames=("channel", "log_outputs"))
+def _log_partition(channel, y, omega, V, beta, noise, log_outputs=False):
+    fn = channel.log_log_partition if log_outputs else channel.log_partition
+    return fn(y, omega, V + noise / 2, beta)
 
 
-def log_partition(channel, y, omega, V, *, beta=1.0, noise=0.0):
+def log_partition(channel, y, omega, V, *, beta=1.0, noise=0.0, log_outputs: bool = False):
     """``log Z_out(y | omega, V)``, eq. (rep-zout), batched over leading axes.
 
     - hardmax (T = 2): ``log Phi_2(k_1, k_2; c)``, the exact log-probability of ``y``.
@@ -140,7 +160,8 @@ def log_partition(channel, y, omega, V, *, beta=1.0, noise=0.0):
       Jacobian from ``y`` to the log-ratios, which depends neither on ``omega``
       nor on ``V``, so its gradients in ``omega`` and ``V`` are exact.
 
-    Args: as :func:`output_score` (``score`` is not needed: ``Z_out`` is one function).
+    Args: as :func:`output_score` (``score`` is not needed: ``Z_out`` is one function); with
+    ``log_outputs=True`` (softmax) ``y`` holds ``log y`` and the result is the same function.
 
     Returns:
         ``log Z_out``, shape ``(...)``.
@@ -155,11 +176,12 @@ def log_partition(channel, y, omega, V, *, beta=1.0, noise=0.0):
 
     Chapter 4; eqs. (rep-zout), (rep-softmax-zout) and (rep-hardmax-zout) of chapter 3.
     """
-    ch = _validate(channel, y, omega, V, beta, noise, "exact")
+    ch = _validate(channel, y, omega, V, beta, noise, "exact", log_outputs)
     y = jnp.asarray(y, dtype=jnp.float64)
     omega = jnp.asarray(omega, dtype=jnp.float64)
-    return _log_partition(ch, y, omega, jnp.asarray(V, jnp.float64), jnp.asarray(beta, jnp.float64),
-                          jnp.asarray(noise, jnp.float64))
+    args = (ch, y, omega, jnp.asarray(V, jnp.float64), jnp.asarray(beta, jnp.float64),
+            jnp.asarray(noise, jnp.float64))
+    return _log_partition(*args, log_outputs=True) if log_outputs else _log_partition(*args)
 
 
 def symmetric_gradient(f: Callable, omega):
@@ -169,7 +191,18 @@ def symmetric_gradient(f: Callable, omega):
     the symmetric direction ``E_ab + E_ba`` is ``G_ab + G_ba``, so the Frobenius
     gradient within symmetric matrices is ``(G + G^T)/2``. This is the
     convention of :func:`output_score`.
+
+    Args:
+        f: a scalar function of a ``(..., T, T)`` array (JAX-traceable).
+        omega: the point, a real array of shape ``(..., T, T)``.
     """
+    if not callable(f):
+        raise _checks.ArgumentTypeError(f"f must be a callable (a scalar function of omega), got {type(f).__name__}")
+    if _is_concrete(omega):
+        _checks.real_array("omega", omega, min_ndim=2)
+    if len(np.shape(omega)) < 2 or np.shape(omega)[-1] != np.shape(omega)[-2]:
+        raise ValueError(f"omega must have shape (..., T, T), got shape {np.shape(omega)}")
+    omega = jnp.asarray(omega, dtype=jnp.float64) if _is_concrete(omega) else omega
     G = jax.grad(f)(omega)
     return (G + jnp.swapaxes(G, -1, -2)) / 2
 

@@ -23,6 +23,7 @@ from typing import Callable, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .. import _checks
 
@@ -60,6 +61,14 @@ class Channel:
             own label noise adds it here).
         check: ``check(T, beta, noise, score)`` raises ``ValueError`` for settings the
             channel does not support (the common checks are done by :func:`get`'s callers).
+        check_outputs: optional ``check_outputs(name, y, beta, log_outputs)``, raises ``ValueError``
+            (naming the argument ``name``) when the concrete array ``y`` (finite, shape ``(..., T, T)``,
+            already checked by :func:`check_outputs`) cannot be outputs of the channel: softmax rows
+            that are not probabilities, hardmax rows that are not one-hot, values outside the range
+            of an elementwise map. ``None``: any finite ``y`` is accepted.
+        log_score, log_log_partition: optional ``score`` and ``log_partition`` of the channel given
+            the log-outputs ``log y`` instead of ``y`` (same signatures); ``None`` when the channel
+            takes no ``log_outputs=True`` (only the softmax, whose probabilities underflow, has them).
         differentiable: whether ``output`` is differentiable in ``h`` (gradient descent).
         scores: the ``score=`` switches it accepts (``"exact"`` always).
         uses_beta: whether ``beta`` enters the channel.
@@ -80,6 +89,9 @@ class Channel:
     label_error: Optional[Callable] = None
     sample: Optional[Callable] = None
     check: Callable = _no_check
+    check_outputs: Optional[Callable] = None
+    log_score: Optional[Callable] = None
+    log_log_partition: Optional[Callable] = None
     differentiable: bool = True
     scores: tuple = ("exact",)
     uses_beta: bool = False
@@ -154,6 +166,42 @@ def check_settings(ch: Channel, T, beta, noise, score) -> None:
     ch.check(T, beta, noise, score)
 
 
+def check_outputs(ch: Channel, name: str, y, T: int, beta, *, log_outputs: bool = False) -> None:
+    """Check outputs ``y`` of ``ch`` for ``T`` tokens: real, finite, shape ``(..., T, T)``, then the
+    channel's own :attr:`Channel.check_outputs`. Skipped for traced values (inside ``jit``/``grad``).
+
+    ``log_outputs=True`` says that ``y`` holds ``log y`` (a channel with :attr:`Channel.log_score`).
+    """
+    log_outputs = _checks.boolean("log_outputs", log_outputs)
+    if log_outputs and ch.log_score is None:
+        raise ValueError(f"log_outputs=True is defined only for channels whose outputs can underflow "
+                         f"(softmax), not for channel {ch.name!r}")
+    if not _is_concrete(y):
+        return
+    _checks.real_array(name, y, min_ndim=2)
+    if np.shape(y)[-2:] != (T, T):
+        raise ValueError(f"{name} must have shape (..., T, T) = (..., {T}, {T}), got {np.shape(y)}")
+    if ch.check_outputs is not None:
+        ch.check_outputs(name, y, beta, log_outputs)
+
+
+def check_symmetric(name: str, A, *, atol: float = 1e-8):
+    """A finite real array of shape ``(..., T, T)``, symmetric in its last two axes (to ``atol`` of its
+    largest entry, at least 1); skipped for traced values. Returns ``A``."""
+    if not _is_concrete(A):
+        return A
+    _checks.real_array(name, A, min_ndim=2)
+    shape = np.shape(A)
+    if shape[-1] != shape[-2]:
+        raise ValueError(f"{name} must have shape (..., T, T) (square in its last two axes), got shape {shape}")
+    An = np.asarray(A, dtype=float)
+    scale = max(1.0, float(np.max(np.abs(An))))
+    if float(np.max(np.abs(An - np.swapaxes(An, -1, -2)))) > atol * scale:
+        raise ValueError(f"{name} must be symmetric in its last two axes (|{name} - {name}^T| <= {atol:g} "
+                         f"max(1, max|{name}|))")
+    return A
+
+
 # ---------------------------------------------------------------------------
 # helpers shared by the channel files
 
@@ -181,6 +229,28 @@ def log_npdf(x):
 
 
 def symmetric_gaussian(key, shape):
-    """Symmetric Gaussian ``zeta``, ``Var zeta_aa = 2``, ``Var zeta_ab = 1``, shape ``(..., T, T)``."""
-    G = jax.random.normal(key, tuple(shape))
+    """Symmetric Gaussian ``zeta``, ``Var zeta_aa = 2``, ``Var zeta_ab = 1``, shape ``(..., T, T)``.
+
+    Args:
+        key: a ``jax.random`` key.
+        shape: a sequence of integers ``>= 0``, at least two, the last two equal (``(..., T, T)``).
+
+    Example:
+        >>> import jax, aim_tutorial as aim
+        >>> aim.channels.symmetric_gaussian(jax.random.key(0), (5, 3, 3)).shape
+        (5, 3, 3)
+    """
+    _checks.prng_key("key", key)
+    shape = _shape("shape", shape)
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ValueError(f"shape must be (..., T, T), at least two sizes, the last two equal, got {shape}")
+    _checks.check_memory(f"symmetric_gaussian(shape={shape})", math.prod(shape))
+    G = jax.random.normal(key, shape)
     return (G + jnp.swapaxes(G, -1, -2)) / math.sqrt(2)
+
+
+def _shape(name: str, shape) -> tuple:
+    """A shape: a sequence of integers ``>= 0`` (not a bare integer, a string or floats)."""
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise _checks.ArgumentTypeError(f"{name} must be a sequence of integers >= 0, got {shape!r}")
+    return tuple(_checks.integer_at_least(f"{name}[{i}]", s, 0) for i, s in enumerate(shape))

@@ -57,7 +57,7 @@ from scipy import special as sps
 from scipy.interpolate import BarycentricInterpolator
 
 from .. import _checks
-from .base import Channel, log_npdf
+from .base import Channel, check_symmetric, log_npdf
 
 _CLIP = 40.0  # standardised ends beyond +-40 carry probability below e^-800
 _X_MAX, _N_GRID = 60.0, 120_001  # the grid on which f is analysed (spacing 1e-3)
@@ -114,10 +114,20 @@ def analyse(f: Callable, x_max: float = _X_MAX, n_grid: int = _N_GRID) -> Struct
 
     Raises:
         ValueError: ``f`` is not finite on the grid, or not one-to-one outside its flat
-            parts (then ``y`` does not determine ``h``: give the channel ``label_noise > 0``).
+            parts (then ``y`` does not determine ``h``: give the channel ``label_noise > 0``);
+            ``x_max`` not a positive number, ``n_grid`` not an integer ``>= 3``.
+        TypeError: ``f`` not callable.
     """
+    f, x_max, n_grid = _check_grid(f, x_max, n_grid)
     with jax.ensure_compile_time_eval():  # concrete arithmetic even when called inside a trace
         return _analyse(f, x_max, n_grid)
+
+
+def _check_grid(f, x_max, n_grid):
+    if not callable(f):
+        raise _checks.ArgumentTypeError(f"f must be callable (one array to one array of the same shape), "
+                                        f"got {type(f).__name__}")
+    return f, _checks.positive("x_max", x_max), _checks.integer_at_least("n_grid", n_grid, 3)
 
 
 def _analyse(f, x_max, n_grid):
@@ -212,6 +222,8 @@ def kinks(f: Callable, x_max: float = _X_MAX, n_grid: int = _N_GRID, max_kinks: 
     lines on its two sides cross (exact for piecewise-linear maps). A smooth ``f`` (``tanh``)
     has none, ReLU one at 0, a clip two, leaky ReLU one. At most ``max_kinks`` (the largest).
     """
+    f, x_max, n_grid = _check_grid(f, x_max, n_grid)
+    max_kinks = _checks.integer_at_least("max_kinks", max_kinks, 0)
     with jax.ensure_compile_time_eval():
         x = np.linspace(-x_max, x_max, n_grid)
         fx = np.asarray(f(jnp.asarray(x)), dtype=float)
@@ -662,6 +674,29 @@ def make(name: str, summary: str, f_of: Callable, *, label_noise: float = 0.0, u
             out[idx] = tot
         return out
 
+    def check_outputs(name_y, y, beta, log_outputs):
+        """``y`` symmetric (one draw an entry ``a <= b``) and, without label noise, in the range of ``f``:
+        on a flat value or inside the image of a monotone piece (elsewhere the score is ``nan``)."""
+        check_symmetric(name_y, y)
+        if sigma2 > 0:
+            return
+        yn = np.asarray(y, dtype=float)
+        T = yn.shape[-1]
+        try:
+            b = float(beta) if uses_beta else 1.0
+        except (TypeError, jax.errors.ConcretizationTypeError):  # a traced beta: no concrete structure
+            return
+        st = structure(T, b)
+        ok = np.zeros(yn.shape, dtype=bool)
+        for c in np.asarray(st.flat_c, dtype=float):
+            ok |= np.abs(yn - c) <= _value_tol(c)
+        for lo, hi in zip(np.asarray(st.piece_lo, dtype=float), np.asarray(st.piece_hi, dtype=float)):
+            ok |= (yn > lo) & (yn < hi)
+        if not np.all(ok):
+            bad = yn[~ok].ravel()[0]
+            raise ValueError(f"{name_y} must be outputs of channel {name!r}: it has entries outside the range of "
+                             f"its map (for example {bad!r}), which no h gives")
+
     def output(h, beta):
         return f_of(h.shape[-1], beta)(h)
 
@@ -677,7 +712,7 @@ def make(name: str, summary: str, f_of: Callable, *, label_noise: float = 0.0, u
                    se_H=lambda q, Vp, T, beta, score: se_both(q, Vp, T, beta)[0],
                    se_ElogZ=lambda q, Vp, T, beta: se_both(q, Vp, T, beta, direct=True)[1],
                    perfect_recovery=perfect_recovery, label_error=label_error, sample=sample,
-                   uses_beta=uses_beta, label_noise=sigma2,
+                   check_outputs=check_outputs, uses_beta=uses_beta, label_noise=sigma2,
                    structure=structure if sigma2 == 0 else None)
 
 
@@ -689,7 +724,9 @@ def _hashable(f_of, T, beta):
 
 def flat_probability(st: Structure, var) -> float:
     """``P(h in a flat interval)`` for ``h ~ N(0, var)``."""
-    s = math.sqrt(var)
+    if not isinstance(st, Structure):
+        raise _checks.ArgumentTypeError(f"st must be a Structure (from analyse), got {type(st).__name__}")
+    s = math.sqrt(_checks.positive("var", var))
     return float(np.sum(sps.ndtr(st.flat_b / s) - sps.ndtr(st.flat_a / s)))
 
 

@@ -25,7 +25,7 @@ from jax.scipy.special import logsumexp
 from scipy.interpolate import CubicSpline
 
 from .. import _checks
-from .base import Channel, frob_sq as _frob_sq, symmetric_gaussian
+from .base import Channel, check_symmetric, frob_sq as _frob_sq, symmetric_gaussian
 
 
 # ---------------------------------------------------------------------------
@@ -68,11 +68,19 @@ def generic_output_score(key, g: Callable, y, omega, V, *, label_noise: float, n
 
     Chapter 4, section "One curve for every temperature and every $T$".
     """
+    _checks.prng_key("key", key)
+    if not callable(g):
+        raise _checks.ArgumentTypeError(f"g must be callable (one (T, T) matrix to one (T, T) matrix), "
+                                        f"got {type(g).__name__}")
     _checks.positive("V", V)
     _checks.positive("label_noise", label_noise)
     n_samples = _checks.integer_at_least("n_samples", n_samples, 2)
     if np.shape(y) != np.shape(omega) or len(np.shape(omega)) < 2 or np.shape(omega)[-1] != np.shape(omega)[-2]:
         raise ValueError(f"y and omega must have the same shape (..., T, T), got {np.shape(y)} and {np.shape(omega)}")
+    check_symmetric("omega", omega)
+    _checks.real_array("y", y)
+    _checks.check_memory(f"generic_output_score(n_samples={n_samples})",
+                         n_samples * int(np.prod(np.shape(omega))))
     T = np.shape(omega)[-1]
     zeta = symmetric_gaussian(key, (n_samples, T, T))
     return _generic_score(g, jnp.asarray(y, jnp.float64), jnp.asarray(omega, jnp.float64), zeta,

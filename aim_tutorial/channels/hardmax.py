@@ -250,6 +250,14 @@ def _table_fn(lt, yy, y0, log_values):
     return f
 
 
+def _ratio_array(t):
+    """``t = q / V'``: a finite real scalar or array, ``>= 0`` (the tables are defined there only)."""
+    _checks.real_array("t", t, allow_empty=True)
+    if np.any(np.asarray(t, dtype=float) < 0):
+        raise ValueError("t = q / V' must be >= 0")
+    return t
+
+
 def hardmax_score_moment(t, score: str = "exact"):
     """``G(t) = E[2 (r g_11)^2 + 2 (r g_22)^2 + (r g_12)^2]`` of the hardmax channel (T = 2).
 
@@ -265,6 +273,7 @@ def hardmax_score_moment(t, score: str = "exact"):
     against the published one".
     """
     _checks.one_of("score", score, SCORES)
+    t = _ratio_array(t)
     tab = _hardmax_table()
     out = (tab.G_published if score == "published" else tab.G_exact)(np.asarray(t, dtype=float))
     return float(out) if np.ndim(out) == 0 else out
@@ -272,6 +281,7 @@ def hardmax_score_moment(t, score: str = "exact"):
 
 def hardmax_expected_log_partition(t):
     """``E log Z_out`` of the hardmax channel (T = 2) at ``t = q / V'`` (exact; one function of ``t``)."""
+    t = _ratio_array(t)
     out = _hardmax_table().L(np.asarray(t, dtype=float))
     return float(out) if np.ndim(out) == 0 else out
 
@@ -314,7 +324,11 @@ def _check(T, beta, noise, score):
         raise ValueError(f"T must be 2 for channel='hardmax' (closed form), got T = {T}")
 
 
+def _check_outputs(name, y, beta, log_outputs):
+    _checks.one_hot(name, y)
+
+
 HARDMAX = register(Channel(
     name="hardmax", summary="one-hot argmax of each row (T = 2)", output=output, score=_score,
     log_partition=_log_partition, se_H=_H, se_ElogZ=_ElogZ, label_error=_label_error, check=_check,
-    differentiable=False, scores=SCORES))
+    check_outputs=_check_outputs, differentiable=False, scores=SCORES))

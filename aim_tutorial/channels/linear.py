@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Channel, frob_sq, gauss_norm, register
+from .base import Channel, check_symmetric, frob_sq, gauss_norm, register
 
 
 def dof(rho: float) -> float:
@@ -45,6 +45,11 @@ def _label_error(q, Vp, T, beta, key, n_samples):
     return Vp * (T * T + T)
 
 
+def _check_outputs(name, y, beta, log_outputs):
+    check_symmetric(name, y)  # y = h (+ symmetric noise)
+
+
 LINEAR = register(Channel(
     name="linear", summary="y = h", output=lambda h, beta: h, score=_score, log_partition=_log_partition,
-    se_H=_H, se_ElogZ=_ElogZ, perfect_recovery=_perfect, label_error=_label_error))
+    se_H=_H, se_ElogZ=_ElogZ, perfect_recovery=_perfect, label_error=_label_error,
+    check_outputs=_check_outputs))

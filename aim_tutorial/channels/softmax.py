@@ -23,14 +23,18 @@ from .linear import dof
 
 def _M(y, beta):
     """``M`` with ``h = c 11^T + M`` from softmax outputs (log-ratios from logs)."""
-    logy = jnp.log(y)
+    return _M_log(jnp.log(y), beta)
+
+
+def _M_log(logy, beta):
+    """``M`` from the log-probabilities ``log y`` (finite at any ``beta``, :func:`_M` without the log)."""
     phi = (logy - logy[..., -1:]) / beta  # phi_ab = h_ab - h_aT, phi_aT = 0
     M = phi[..., -1, :][..., :, None] + phi  # M_ab = phi_Ta + phi_ab
     return (M + jnp.swapaxes(M, -1, -2)) / 2
 
 
-def residual(y, omega, beta):
-    M = _M(y, beta)
+def residual(y, omega, beta, log_outputs=False):
+    M = _M_log(y, beta) if log_outputs else _M(y, beta)
     cstar = jnp.mean(omega - M, axis=(-1, -2), keepdims=True)
     return cstar + M - omega
 
@@ -42,6 +46,42 @@ def _score(y, omega, Vp, beta, score):
 def _log_partition(y, omega, Vp, beta):
     T = omega.shape[-1]
     return gauss_norm(T, Vp, T * (T + 1) // 2 - 1) - frob_sq(residual(y, omega, beta)) / (4 * Vp)
+
+
+def _log_score(logy, omega, Vp, beta, score):
+    return residual(logy, omega, beta, log_outputs=True) / (2 * Vp)
+
+
+def _log_log_partition(logy, omega, Vp, beta):
+    T = omega.shape[-1]
+    return gauss_norm(T, Vp, T * (T + 1) // 2 - 1) - frob_sq(residual(logy, omega, beta, True)) / (4 * Vp)
+
+
+_ATOL = 1e-6  # rows of probabilities sum to 1, rows of log-probabilities have log-sum-exp 0, to this
+
+
+def _check_outputs(name, y, beta, log_outputs):
+    yn = np.asarray(y, dtype=float)
+    if log_outputs:
+        if np.any(yn > 0):
+            raise ValueError(f"{name} must hold log-probabilities (log_outputs=True): it has positive entries "
+                             f"(probabilities? pass log_outputs=False, or the logs)")
+        lse = np.logaddexp.reduce(yn, axis=-1)
+        err = float(np.max(np.abs(lse))) if lse.size else 0.0
+        if err > _ATOL:
+            raise ValueError(f"{name} must hold log-probabilities (log_outputs=True): the log-sum-exp of its rows "
+                             f"is 0 +- {err:.3g}, not 0")
+        return
+    if np.any(yn < 0):
+        raise ValueError(f"{name} must be row-stochastic (softmax outputs): it has negative entries")
+    if np.any(yn == 0):
+        one_hot = bool(np.all((yn == 0) | (yn == 1)))
+        raise ValueError(
+            f"{name} has entries exactly 0: softmax probabilities that underflowed (beta |h_ab - h_ac| "
+            f"beyond about 745), whose log-ratios are lost. Pass the log-probabilities instead: "
+            f"sample_data(..., log_outputs=True) and log_outputs=True here"
+            + (" (all its rows are one-hot: if they are hardmax outputs, use channel='hardmax')" if one_hot else ""))
+    _checks.row_stochastic(name, y, atol=_ATOL)
 
 
 def _K(T):
@@ -104,4 +144,5 @@ def _check(T, beta, noise, score):
 SOFTMAX = register(Channel(
     name="softmax", summary="y = softmax(beta h), row-wise", output=lambda h, beta: jax.nn.softmax(beta * h, axis=-1),
     score=_score, log_partition=_log_partition, se_H=_H, se_ElogZ=_ElogZ, perfect_recovery=_perfect,
-    label_error=_label_error, check=_check, uses_beta=True))
+    label_error=_label_error, check=_check, check_outputs=_check_outputs, log_score=_log_score,
+    log_log_partition=_log_log_partition, uses_beta=True))
