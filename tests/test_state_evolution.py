@@ -439,3 +439,291 @@ def test_root_choice_between_two_fixed_points():
     assert seen.get(1, 0) >= 5 and seen.get(3, 0) >= 5, seen  # one root, then three, then one
     # the transition: the error jumps (by more than 0.1) between two neighbouring alphas
     assert np.max(-np.diff(r.mmse)) > 0.1
+
+
+# --------------------------------------------------------------------------- hostile input and faults (issue 17)
+# Every valid setting a finite error in [0, Q0] and a status; every bad input a clear error naming it.
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _softmax_noisy_root(alpha, rho, T, noise):
+    """Below the scan floor (m << 1e-6) mmse_rho(Delta) = c Delta, so m = c (m + noise/2) / (K alpha)."""
+    c = 2 * rho - rho * rho if rho <= 1 else 1.0
+    K = T * T + T - 2
+    return noise / 2 * c / (alpha * K - c)
+
+
+@pytest.mark.parametrize("alpha,noise", [(1.0, 1e-12), (0.2, 1e-13), (1e3, 1e-9), (1e12, 0.1), (1.0, 1e-300),
+                                         (1e300, 0.1)])
+def test_softmax_error_below_the_scan_floor_is_the_small_error_asymptote(alpha, noise):
+    """These gave mmse = nan, converged = False, n_fixed_points = 0 (the true error, below the scan's
+    floor 1.9e-12, is the closed form of the small-Delta asymptote)."""
+    r = aim.state_evolution(alpha, 0.5, noise=noise)
+    assert r.converged and r.status == "converged" and r.n_fixed_points == 1
+    assert r.mmse == pytest.approx(_softmax_noisy_root(alpha, 0.5, 2, noise), rel=1e-9)
+    assert r.q == 1.5 - r.mmse and math.isfinite(r.q_hat) and math.isfinite(r.phi)
+
+
+def test_hardmax_error_below_the_scan_floor():
+    """rho = 1e-4 from alpha = 55 on: the error is below 1.9e-12; it solves alpha H(m) m / c = 1
+    (Delta = m / c below the table, c = 2 rho - rho^2), with H from the channel at V' = m itself."""
+    rho = 1e-4
+    alpha = np.array([20.0, 55.0, 100.0, 1e3, 1e6])
+    r = aim.state_evolution(alpha, rho, channel="hardmax")
+    assert np.all(r.converged) and np.all(r.status == "converged") and np.all(r.n_fixed_points == 1)
+    assert np.all(np.diff(r.mmse) < 0) and 0 < r.mmse[-1] and r.mmse[1] < 1.9e-12
+    c = 2 * rho - rho * rho
+    m = r.mmse[1:]
+    H = ch.get("hardmax").se_H(1 + rho - m, m, 2, 1.0, "exact")
+    np.testing.assert_allclose(alpha[1:] * H * m / c, 1.0, rtol=1e-8)
+    # the large-alpha rate alpha^-2 of the hardmax error continues below the floor
+    slope = np.diff(np.log(r.mmse[-3:])) / np.diff(np.log(alpha[-3:]))
+    np.testing.assert_allclose(slope, -2.0, atol=0.05)
+
+
+def test_tiny_alpha_error_rounds_to_one():
+    r = aim.state_evolution(np.array([5e-324, 1e-300, 1e-17, 1e-8]), 0.5)
+    assert np.all(r.converged) and np.all(np.isfinite(r.mmse))
+    assert r.mmse[0] == r.mmse[1] == 1.0 and r.status[0] == "error within 1e-16 of 1, rounded to 1"
+    assert r.mmse[3] == pytest.approx(1 - 4e-8, rel=1e-9)  # mmse = 1 - q_hat + ..., q_hat = 4 alpha
+    assert r.q_hat[1] == pytest.approx(4e-300, rel=1e-12)
+
+
+def test_noise_below_every_float_and_huge_noise():
+    r = aim.state_evolution(np.array([0.1, 1.0]), 0.5, noise=1e-320)
+    assert r.mmse[0] == pytest.approx(aim.state_evolution(0.1, 0.5).mmse, rel=1e-12)
+    assert r.mmse[1] == 0.0 and r.converged[1] and r.status[1] == "error below 1e-320, rounded to 0"
+    for noise in (1e6, 1e300):
+        r = aim.state_evolution(np.array([1e-3, 1.0, 1e3]), 0.5, noise=noise)
+        assert np.all(r.converged) and np.all((0 < r.mmse) & (r.mmse <= 1)), noise
+
+
+def test_large_rho_rounding_of_the_overlap():
+    """With Q0 = 1 + rho large, V' = Q0 - q computed from q loses the error m: at rho = 1e4 the
+    scan found spurious roots (mmse 2.3e-12 for 0.2); at rho = 300 near alpha_PR it reported
+    1.9e-12 unconverged (72 spurious roots) and missed the perfect recovery."""
+    r = aim.state_evolution(np.array([0.05, 0.1, 0.2, 0.3]), 1e4)
+    np.testing.assert_allclose(r.mmse[:3], [0.8, 0.6, 0.2], atol=2e-3)  # rho -> inf: 1 - 4 alpha
+    assert r.mmse[3] == 0 and np.all(r.converged) and np.all(r.n_fixed_points == 1)
+    a_pr = aim.alpha_perfect_recovery(300.0, 2)
+    r = aim.state_evolution(np.array([0.999, 1.0, 1.001]) * a_pr, 300.0)
+    assert r.mmse[0] == pytest.approx(1e-3, rel=0.01) and r.mmse[1] == r.mmse[2] == 0
+    assert np.all(r.converged) and np.all(r.n_fixed_points == 1)
+    assert aim.perfect_recovery_threshold(1e4, 2) == 0.25
+
+
+def test_status_field_is_last_and_positional_code_keeps_working():
+    r = aim.state_evolution(np.array([0.0, 0.1, 0.2]), 0.5)
+    alpha, mmse, q, q_hat, conv, its, nfp, phi = r[:8]
+    assert r._fields[-1] == "status" and len(r) == 9
+    assert list(r.status) == ["alpha = 0", "converged", "perfect recovery"]
+    assert all(s in se.SE_STATUS for s in r.status)
+    s = aim.state_evolution(0.1, 0.5)
+    assert isinstance(s.status, str) and s.status == "converged" and isinstance(s.mmse, float)
+    assert aim.state_evolution(np.array([]), 0.5).mmse.shape == (0,)
+
+
+def test_q_hat_of_range_of_q():
+    assert aim.q_hat_of(0.1, 1.5, 0.5) == math.inf  # q = Q0, no noise: exact measurements
+    assert aim.q_hat_of(0.0, 1.5, 0.5) == 0.0
+    assert aim.q_hat_of(0.1, 1.5, 0.5, noise=0.2) == pytest.approx(0.4 / 0.1)
+    assert aim.q_hat_of(0.1, 1.5, 0.5, channel="hardmax") == math.inf
+    for q in (1.5 + 1e-9, 1.55, -0.1, math.nan):  # q up to Q0 + noise/2 (V < 0) was accepted
+        with pytest.raises(ValueError, match="q must"):
+            aim.q_hat_of(0.1, q, 0.5, noise=0.2)
+    with pytest.raises(ValueError, match="alpha must"):
+        aim.q_hat_of(-1.0, 1.0, 0.5)
+    with pytest.raises(ValueError, match="alpha and q must broadcast"):
+        aim.q_hat_of(np.ones(2), np.ones(3), 0.5)
+
+
+def test_label_space_error_range_and_the_limit_at_q0():
+    """q > Q0 gave -3 (linear), outside [0, Q0] NaN with only a NumPy warning, and hardmax NaN at
+    q = Q0 instead of its limit 0."""
+    for name in ("linear", "softmax", "hardmax"):
+        for q in (1.6, -0.1, math.nan, math.inf):
+            with pytest.raises(ValueError, match="q must"):
+                aim.label_space_error(q, 0.5, channel=name)
+        assert aim.label_space_error(1.5, 0.5, channel=name) == 0.0, name
+        np.testing.assert_array_equal(aim.label_space_error(np.array([1.5, 1.5]), 0.5, channel=name), [0.0, 0.0])
+        # the limit is continuous: just below Q0 the error is small
+        assert 0 <= aim.label_space_error(1.5 - 1e-12, 0.5, channel=name) < 1e-4, name
+    assert aim.label_space_error(1.5, 0.5, T=3, channel="linear", noise=0.4) == pytest.approx(0.2 * 12)
+    with pytest.raises(TypeError, match="q must be a real"):
+        aim.label_space_error("0.5", 0.5)
+    with pytest.raises(TypeError, match="key must be a JAX random key"):
+        aim.label_space_error(0.5, 0.5, T=3, key=0)
+    with pytest.raises(ValueError, match="n_samples"):
+        aim.label_space_error(0.5, 0.5, n_samples=10)
+
+
+def test_free_entropy_validates_its_arguments():
+    good = dict(alpha=0.1, q=1.0, q_hat=1.0, rho=0.5)
+    assert math.isfinite(aim.free_entropy(**good))
+    # alpha = 0 at q = Q0 without noise: 0 E log Z_out, not 0 * inf = nan
+    assert aim.free_entropy(0.0, 1.5, 2.0, 0.5) == pytest.approx(-1.5 * 2.0 / 4 + se.psi_denoising(2.0, 0.5))
+    assert aim.free_entropy(0.1, 1.5, 2.0, 0.5) == math.inf
+    bad = [(dict(alpha=-0.1), "alpha must"), (dict(alpha=math.nan), "alpha must"), (dict(q=1.6), "q must"),
+           (dict(q=-0.1), "q must"), (dict(q_hat=-1.0), "q_hat must"), (dict(q_hat=math.inf), "q_hat must"),
+           (dict(rho=0.0), "rho must"), (dict(T=1), "T must"), (dict(channel="nope"), "channel must"),
+           (dict(noise=-1.0), "noise must"), (dict(beta=0.0), "beta must"), (dict(q=True), "q must"),
+           (dict(alpha=np.ones(2), q=np.ones(3)), "must broadcast")]
+    for kw, msg in bad:
+        args = dict(good, **kw)
+        with pytest.raises(ValueError, match=msg):
+            aim.free_entropy(**args)
+
+
+def test_psi_denoising_beyond_its_table():
+    """q_hat < 1e-6 gave the constant rho 1e-6 / 4 (psi is rho q_hat / 4 there); above 1e6 the
+    term -(slope/4) log(q_hat / 1e6) was missing (slope = lim mmse / Delta)."""
+    rho, Q0 = 0.5, 1.5
+    assert se.psi_denoising(1e-9, rho) == pytest.approx(rho * 1e-9 / 4, rel=1e-6)
+    assert se.psi_denoising(0.0, rho) == 0.0
+    for qh in (1e3, 1e5, 1e8, 1e12):
+        e = 1e-3
+        d = (se.psi_denoising(qh * (1 + e), rho) - se.psi_denoising(qh * (1 - e), rho)) / (2 * e * qh)
+        assert d == pytest.approx((Q0 - aim.mmse_denoising(1 / qh, rho)) / 4, rel=1e-7, abs=1e-7), qh
+    for bad in (-1.0, math.nan, math.inf, True, "1"):
+        with pytest.raises(ValueError, match="q_hat must"):
+            se.psi_denoising(bad, rho)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(alpha=True), "alpha must be a real"), (dict(alpha="0.1"), "alpha must be a real"),
+    (dict(alpha=math.nan), "alpha must have finite"), (dict(alpha=math.inf), "alpha must have finite"),
+    (dict(alpha=np.array([0.1, math.nan])), "alpha must have finite"), (dict(alpha=-1e-300), "alpha must be in"),
+    (dict(alpha=np.ones((2, 2))), "alpha must have 0 or 1 axes"), (dict(alpha=None), "alpha must be a real"),
+    (dict(rho=True), "rho must be a real"), (dict(rho="0.5"), "rho must be a real"), (dict(rho=math.nan), "rho must"),
+    (dict(rho=math.inf), "rho must be in"), (dict(rho=np.array([0.5])), "rho must be a real"),
+    (dict(T=1), "T must be an integer >= 2"), (dict(T=2.0), "T must be an integer"), (dict(T=True), "T must be"),
+    (dict(T=10**200), "T must be at most"), (dict(channel="nope"), "channel must be one of"),
+    (dict(channel=3), "channel must be a registered"), (dict(channel="hardmax", T=3), "T must be 2"),
+    (dict(beta=0.0), "beta must be in"), (dict(beta=math.inf), "beta must be in"), (dict(beta="1"), "beta must"),
+    (dict(noise=-1e-3), "noise must be in"), (dict(noise=math.nan), "noise must"), (dict(noise=math.inf), "noise must"),
+    (dict(noise=False), "noise must be a real"), (dict(score="published"), "score must"),
+    (dict(score=1), "score must"), (dict(score="nope", channel="hardmax"), "score must"),
+])
+def test_invalid_arguments_name_the_argument(kwargs, match):
+    args = dict(alpha=0.1, rho=0.5)
+    args.update(kwargs)
+    with pytest.raises((ValueError, TypeError), match=match):
+        aim.state_evolution(**args)
+    extra = {k: v for k, v in args.items() if k not in ("alpha", "score")}
+    if "score" not in kwargs and "axes" not in match:  # the same checks in the functions taking these
+        with pytest.raises((ValueError, TypeError), match=match if "alpha" not in kwargs else "alpha"):
+            if "alpha" in kwargs:
+                aim.q_hat_of(args["alpha"], 1.0, 0.5)
+            else:
+                aim.perfect_recovery_threshold(**extra)
+
+
+def test_alpha_perfect_recovery_hostile_inputs():
+    for kw, match in [(dict(rho=True), "rho"), (dict(rho=math.nan), "rho"), (dict(rho=-1.0), "rho"),
+                      (dict(T=1), "T"), (dict(T=2.5), "T"), (dict(T="2"), "T")]:
+        args = dict(rho=0.5, T=2, **{})
+        args.update(kw)
+        with pytest.raises((ValueError, TypeError), match=f"{match} must"):
+            aim.alpha_perfect_recovery(**args)
+    assert aim.alpha_perfect_recovery(1e-300, 2) == pytest.approx(2e-300 / 4)
+    assert aim.alpha_perfect_recovery(1e300, 2) == 0.25
+
+
+def _half(h):
+    return h[:1]
+
+
+def test_generic_state_evolution_hostile_inputs(key):
+    kw = dict(label_noise=0.3, n_omega=64, n_zeta=64, n_m=4)
+    for bad, exc, match in [(dict(key=0), TypeError, "key must be a JAX random key"),
+                            (dict(alpha=math.nan), ValueError, "alpha must have finite"),
+                            (dict(alpha=-1.0), ValueError, "alpha must be in"),
+                            (dict(g=3.0), TypeError, "g must be callable"),
+                            (dict(g=_half), ValueError, "g must map one"),
+                            (dict(n_zeta=8), ValueError, "n_zeta must be at least"),
+                            (dict(label_noise=0.0), ValueError, "label_noise must"),
+                            (dict(T=5), ValueError, "T must be in"), (dict(n_m=4.0), TypeError, "n_m must")]:
+        args = dict(key=key, alpha=0.1, rho=0.5, g=_identity, **kw)
+        args.update(bad)
+        with pytest.raises(exc, match=match):
+            aim.generic_state_evolution(**args)
+
+
+def test_generic_mmse_std_matches_the_seed_to_seed_spread():
+    """mmse_std (the error of H propagated through the fixed point, from replicas with their own
+    omega and prior draws) against the spread of mmse over 8 independent keys: within a factor 2.
+    The former batch estimate (shared prior draws) was low by a factor 2 at n_zeta = 64."""
+    alpha = np.array([0.05, 0.15])
+    runs = [aim.generic_state_evolution(jax.random.key(100 + s), alpha, 0.5, _identity, label_noise=0.3,
+                                        n_omega=128, n_zeta=64, n_m=6) for s in range(8)]
+    spread = np.std([r.mmse for r in runs], axis=0, ddof=1)
+    reported = np.mean([r.mmse_std for r in runs], axis=0)
+    assert np.all(reported > spread / 2) and np.all(reported < 2 * spread), (reported, spread)
+
+
+# Hypothesis: generated valid settings give an error in [0, Q0], finite, converged, nonincreasing in alpha
+
+_RHOS = [0.05, 0.3, 0.5, 1.0, 2.0, 300.0]  # one denoising table each (about 2 s to build): a fixed set
+
+
+@st.composite
+def _settings(draw):
+    name = draw(st.sampled_from(["softmax", "linear", "hardmax"]))
+    T = 2 if name == "hardmax" else draw(st.integers(2, 6))
+    rho = draw(st.sampled_from(_RHOS))
+    noise = draw(st.one_of(st.just(0.0), st.floats(1e-15, 1e3).map(float)))
+    return name, T, rho, noise
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(s=_settings(), log_alpha=st.lists(st.floats(-12.0, 12.0), min_size=2, max_size=8))
+def test_property_valid_settings_give_a_finite_monotone_error(s, log_alpha):
+    name, T, rho, noise = s
+    alpha = np.sort(10.0 ** np.array(log_alpha))
+    alpha = np.concatenate([[0.0], alpha])
+    r = aim.state_evolution(alpha, rho, T=T, channel=name, noise=noise)
+    assert np.all(np.isfinite(r.mmse)) and np.all((0 <= r.mmse) & (r.mmse <= 1 + rho)), r
+    assert np.all(r.converged), r.status
+    assert np.all(np.isin(r.status, se.SE_STATUS))
+    assert np.all(r.mmse <= 1.0)  # the error at alpha = 0 is Q0 - rho = 1
+    # nonincreasing in alpha (to the relative rounding of V' the solver tolerates, 1e-6)
+    assert np.all(np.diff(r.mmse) <= 1e-5 * r.mmse[:-1] + 1e-300), (alpha, r.mmse)
+
+
+_BAD = {
+    "alpha": [-1e-3, math.nan, math.inf, True, "1", np.array([0.1, math.nan]), np.ones((2, 2)), None],
+    "rho": [0.0, -1.0, math.nan, math.inf, True, "0.5", None],
+    "T": [1, 0, -3, 2.0, True, "2"],
+    "channel": ["nope", 3, None],
+    "noise": [-1e-9, math.nan, math.inf, True, "0"],
+    "beta": [0.0, -1.0, math.nan, math.inf, False],
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_property_invalid_arguments_raise_naming_the_argument(data):
+    name = data.draw(st.sampled_from(sorted(_BAD)))
+    value = data.draw(st.sampled_from(_BAD[name]))
+    args = dict(alpha=0.1, rho=0.5, T=2, channel="softmax", noise=0.0, beta=1.0)
+    args[name] = value
+    with pytest.raises((ValueError, TypeError), match=name):
+        aim.state_evolution(**args)
+
+
+def test_small_rho_table_reaches_the_saturation_of_mmse():
+    """Below rho = 1e-4, mmse_rho(Delta) ~ 2 rho Delta saturates only at Delta ~ 1/(2 rho), beyond the
+    table's former end 1e6: at rho = 1e-6 the error was not monotone in alpha (0.36 at alpha = 1,
+    0.986 at alpha = 10 with noise 1e6; five roots). Here rho = 5e-5 (one table, 1.5 s)."""
+    rho = 5e-5
+    tab = se._denoising_table(rho)
+    d = np.geomspace(1e-5, 1e9, 60)
+    np.testing.assert_allclose(se._delta_of_m(tab, aim.mmse_denoising(d, rho)), d, rtol=5e-3)
+    alpha = np.array([1e-3, 0.1, 1.0, 3.0, 10.0, 1e6])
+    for name in ("softmax", "hardmax"):
+        for noise in (0.0, 1e6):
+            r = aim.state_evolution(alpha, rho, channel=name, noise=noise)
+            assert np.all(r.converged) and np.all(r.n_fixed_points == 1), (name, noise, r)
+            assert np.all(np.diff(r.mmse) <= 0) and np.all((0 <= r.mmse) & (r.mmse <= 1)), (name, noise, r.mmse)
