@@ -303,6 +303,7 @@ def gamp_rie(
     stall_patience: Optional[int] = 25,
     adaptive_damping: bool = False,
     log_outputs: bool = False,
+    rie_outside: str = "continuation",
 ) -> GampRieResult:
     """GAMP-RIE for the single-layer attention-indexed model, eqs. (amp-omega)-(amp-prior).
 
@@ -337,6 +338,13 @@ def gamp_rie(
             the start makes the hardmax iteration crawl at large ``alpha`` and no damping makes it
             oscillate at small ``alpha`` (both shown in chapter 5); in trials, letting the rule go
             above 0.5 made some hardmax runs at ``alpha = 0.2`` drift away from a fixed point.
+        rie_outside: what the RIE does with an eigenvalue of ``R`` off the limiting support
+            (:func:`aim_tutorial.rmt.rie_eigenvalues`): ``"continuation"`` (the formula continued
+            off the support, as in the paper's code; the default, with which the book's stored runs
+            were made) or ``"edge"`` (the nearest edge's cleaned value). At small ``alpha`` the first
+            iterations have ``Delta = 1/q_hat`` large, the continuation amplifies the edge
+            fluctuations of ``R`` by ``2 Delta`` and the run can collapse; with ``"edge"`` the
+            instances of chapter 5 that collapse converge (chapter 5, section on collapse).
         max_iter: maximal number of iterations, ``>= 1``.
         tol: stopping threshold on ``||S_hat_new - S_hat||_F^2 / d``, ``> 0``.
         min_iter: iterations run before the stopping rule is checked.
@@ -397,6 +405,7 @@ def gamp_rie(
     damping = _checks.in_range("damping", damping, 0.0, 1.0, high_open=True)
     max_iter = _checks.integer_at_least("max_iter", max_iter, 1)
     adaptive_damping = _checks.boolean("adaptive_damping", adaptive_damping)
+    rie_outside = _checks.one_of("rie_outside", rie_outside, ("continuation", "edge"))
     log_outputs = _checks.boolean("log_outputs", log_outputs)
     min_iter = _checks.integer_at_least("min_iter", min_iter, 1)
     patience = _checks.integer_at_least("patience", patience, 2)
@@ -463,7 +472,7 @@ def gamp_rie(
             diverged, status = True, f"diverged at iteration {it}: non-finite prior input R"
             break
         # RIE: the eigendecomposition of R is done in the jitted step, the Hilbert transform here
-        xi = jnp.asarray(rmt.rie_eigenvalues(lam, delta, rho))
+        xi = jnp.asarray(rmt.rie_eigenvalues(lam, delta, rho, outside=rie_outside))
         c = float(rmt.mmse_denoising(delta, rho))
         S_new, residual, err, finite = _prior_step(O, xi, S_hat, S_ref)
         residual = float(residual)

@@ -175,9 +175,53 @@ def _support(delta, rho):
     for lo, hi in itertools.pairwise(real):
         if disc((lo + hi) / 2) < 0:  # one real root and a complex pair: inside the support
             intervals.append((lo, hi))
-    if not intervals:
+    if not intervals:  # pragma: no cover - excluded by theory (the density has mass 1)
         raise RuntimeError(f"no support found for delta={delta}, rho={rho}")
     return np.array(intervals)
+
+
+def _split_at_necks(intervals, delta, rho):
+    """Split the intervals at their necks: where the two intervals of the support have just merged.
+
+    Just past the merging of two intervals the density has a thin neck (a deep, narrow minimum)
+    at the real part of a complex pair of roots of the discriminant close to the real axis; the
+    Chebyshev rule of :func:`denoising_spectrum` converges only as slowly as that pair is close.
+    Split there, the density is smooth on each piece up to the split point, where it does not
+    vanish: the midpoint rule then gets the endpoint correction of Euler-Maclaurin (see
+    :func:`_end_corrected_weights`). Returns the new intervals, or None when there is no neck.
+    """
+    roots = _discriminant_poly(delta, rho).roots()
+    cut = []
+    for lo, hi in intervals:
+        R = 0.5 * (hi - lo)
+        for r in roots:
+            if r.imag > 0 and lo + 1e-3 * R < r.real < hi - 1e-3 * R and r.imag < 0.05 * R:
+                cut.append(r.real)
+    if not cut:
+        return None
+    out = []
+    for lo, hi in intervals:
+        pts = [lo, *sorted(c for c in cut if lo < c < hi), hi]
+        out.extend(itertools.pairwise(pts))
+    return np.array(out)
+
+
+def _end_corrected_weights(weights, intervals, delta, rho, n_nodes):
+    """Subtract the Euler-Maclaurin term ``(h^2/24) R mu(end)`` at interval ends where ``mu != 0``.
+
+    The midpoint rule in ``theta`` for ``f = mu(c + R cos theta) R sin theta`` has the error
+    ``(h^2/24)(f'(pi) - f'(0)) + O(h^4)``, with ``f'(0) = R mu(c + R)`` and ``f'(pi) = -R mu(c - R)``;
+    both vanish at the square-root edges of the support, not at a split point.
+    """
+    c = intervals.mean(axis=1)
+    R = 0.5 * (intervals[:, 1] - intervals[:, 0])
+    h = np.pi / n_nodes
+    right = _density(c + R, delta, rho)  # theta -> 0
+    left = _density(c - R, delta, rho)  # theta -> pi
+    w = weights.copy()
+    w[:, 0] -= h * h / 24 * R * right
+    w[:, -1] -= h * h / 24 * R * left
+    return w
 
 
 def _density(x, delta, rho):
@@ -258,6 +302,19 @@ def denoising_spectrum(delta: float, rho: float, n_nodes: int = 256, tol: float 
     n_nodes = _checks.integer_at_least("n_nodes", n_nodes, 8)
     tol = _checks.positive("tol", tol)
     intervals = _support(delta, rho)
+    first = _spectrum_on(intervals, delta, rho, n_nodes, tol, corrected=False)
+    if first.converged:
+        return first
+    # a thin neck (just past the merging of two intervals): split there and retry
+    split = _split_at_necks(intervals, delta, rho)
+    if split is None:
+        return first
+    second = _spectrum_on(split, delta, rho, n_nodes, tol, corrected=True)
+    return second if second.mass_error < first.mass_error else first
+
+
+def _spectrum_on(intervals, delta, rho, n_nodes, tol, *, corrected):
+    """The doubling loop of :func:`denoising_spectrum` on given intervals."""
     c = intervals.mean(axis=1, keepdims=True)
     R = (intervals[:, 1:] - intervals[:, :1]) / 2
     while True:
@@ -265,6 +322,8 @@ def denoising_spectrum(delta: float, rho: float, n_nodes: int = 256, tol: float 
         x = c + R * np.cos(theta)
         dens = _density(x, delta, rho)
         weights = dens * R * np.sin(theta) * (np.pi / n_nodes)
+        if corrected:
+            weights = _end_corrected_weights(weights, intervals, delta, rho, n_nodes)
         err = abs(1.0 - float(weights.sum()))
         if err <= tol or n_nodes >= _MAX_NODES:
             return DenoisingSpectrum(intervals, x, weights, dens, theta, err, err <= tol)
@@ -319,10 +378,18 @@ def log_energy(delta: float, rho: float, n_nodes: int = 256) -> float:
         m = w.sum()
         fk = scipy.fft.dct(w, type=2)[1:] / 2  # f_k = sum_j w_j cos(k theta_j)
         total += m * m * (np.log(R[i]) - np.log(2.0)) - np.sum(2.0 / k * fk * fk)
-        for j in range(len(R)):
-            if j != i:
-                total += w @ np.log(np.abs(sp.x[i][:, None] - sp.x[j][None, :])) @ sp.weights[j]
+        for j in range(i + 1, len(R)):  # the pair (i, j) and its mirror (j, i)
+            total += 2.0 * _pair_energy(sp.x[i], w, sp.x[j], sp.weights[j])
     return float(total)
+
+
+def _pair_energy(xi, wi, xj, wj, block: int = 2048) -> float:
+    """``sum_ab wi_a wj_b log|xi_a - xj_b|`` by blocks of rows (bounded memory at 16384 nodes)."""
+    out = 0.0
+    for start in range(0, xi.size, block):
+        sl = slice(start, start + block)
+        out += float(wi[sl] @ np.log(np.abs(xi[sl, None] - xj[None, :])) @ wj)
+    return out
 
 
 def denoising_mutual_information(delta: float, rho: float, n_nodes: int = 256) -> float:
@@ -340,7 +407,13 @@ def denoising_mutual_information(delta: float, rho: float, n_nodes: int = 256) -
 
     Returns:
         the mutual information per ``d^2`` (nats), ``>= 0``; it behaves like
-        ``1/(4 delta)`` as ``delta -> infinity``.
+        ``1/(4 delta)`` as ``delta -> infinity``. Above ``delta = 1e4 max(1, rho^-1/2)``
+        (where the three terms above cancel to ``1e-16 log(delta)`` against
+        ``1/(4 delta)``: at ``delta = 1e16`` the formula gave 0 or a negative
+        number) the large-``delta`` expansion is used, the integral of the I-MMSE
+        relation ``dI/d(1/delta) = mmse/4`` with ``mmse = 1/(1 + q) - q^2/rho +
+        (4 rho - 1) q^3/rho^2 + O(q^4)``, ``q = 1/delta``:
+        ``I = (log(1 + q) - q^3/(3 rho) + (4 rho - 1) q^4/(4 rho^2))/4``.
 
     Example:
         >>> import aim_tutorial as aim
@@ -349,8 +422,19 @@ def denoising_mutual_information(delta: float, rho: float, n_nodes: int = 256) -
 
     Chapter 3, eq. (rep-mi).
     """
+    delta = _checks.positive("delta", delta)
+    rho = _checks.positive("rho", rho)
+    if delta > _MI_LARGE_DELTA * max(1.0, rho**-0.5):
+        q = 1.0 / delta
+        return 0.25 * (float(np.log1p(q)) - q**3 / (3 * rho) + (4 * rho - 1) * q**4 / (4 * rho**2))
     sigma = log_energy(delta, rho, n_nodes)
     return 0.5 * sigma - 0.25 * float(np.log(delta)) + 0.125
+
+
+# above this delta (times max(1, rho^-1/2)) the mutual information is its large-delta expansion:
+# there the log-energy formula has lost ~1e-16 delta log(delta) (relative) and the expansion's
+# error is O(delta^-4 rho^-3) (relative)
+_MI_LARGE_DELTA = 1e4
 
 
 def denoising_free_entropy(q_hat: float, rho: float, n_nodes: int = 256) -> float:

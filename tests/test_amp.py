@@ -89,7 +89,10 @@ def test_rie_step_matches_rmt_rie_denoise(key):
     _, _, G, q_hat, _, _, _ = step(X, y, S0, 1.0, Z, Z, 1.0, 0.0, n / d**2)
     delta = 1 / float(q_hat)
     R = S0 + 2 * delta / d**1.5 * aim.prior_input(X, G)
-    np.testing.assert_allclose(res.S_hat, rmt.rie_denoise(np.asarray(R), delta, RHO), atol=1e-9)
+    np.testing.assert_allclose(res.S_hat, rmt.rie_denoise(np.asarray(R), delta, RHO, outside="continuation"),
+                               atol=1e-9)
+    res_edge = aim.gamp_rie(X, y, RHO, init="mean", max_iter=1, rie_outside="edge")
+    np.testing.assert_allclose(res_edge.S_hat, rmt.rie_denoise(np.asarray(R), delta, RHO), atol=1e-9)
     assert res.history.mmse_pred[0] == pytest.approx(rmt.mmse_denoising(delta, RHO), rel=1e-12)
 
 
@@ -255,6 +258,23 @@ def test_collapse_is_detected():
     assert abs(good.error - state_evolution(0.05, RHO).mmse) < 0.06
 
 
+@pytest.mark.slow
+def test_edge_rie_removes_the_collapse():
+    """The instances of test_collapse_is_detected's kind (softmax T = 2, alpha = 0.05, d = 100, seeds
+    1 and 2 of scripts/amp_experiments.py's scheme) collapse with the RIE continued off the support
+    and converge with the edge rule, within 0.06 of the state evolution (the finite-size spread of
+    converged runs at d = 100 in chapter 5)."""
+    se = state_evolution(0.05, RHO).mmse
+    for seed in (1, 2):
+        kt, kd, ki = jax.random.split(jax.random.fold_in(jax.random.key(2025), seed), 3)
+        S = aim.sample_teacher(kt, 100, RHO)
+        X, y = aim.sample_data(kd, S, n=500, T=2)
+        old = aim.gamp_rie(X, y, RHO, key=ki, S_true=S, max_iter=60)
+        new = aim.gamp_rie(X, y, RHO, key=ki, S_true=S, max_iter=60, rie_outside="edge")
+        assert old.diverged and "collapse" in old.status
+        assert new.converged and not new.diverged and abs(new.error - se) < 0.06
+
+
 def test_no_teacher_gives_nan_error(key):
     S, X, y, k = _instance(key, 20, 0.2)
     res = aim.gamp_rie(X, y, RHO, key=k, max_iter=3, min_iter=3)
@@ -338,7 +358,7 @@ class _FakeRmt:
     def __init__(self, eps):
         self.eps, self.t = eps, 0
 
-    def rie_eigenvalues(self, lam, delta, rho):
+    def rie_eigenvalues(self, lam, delta, rho, outside="continuation"):
         self.t += 1
         return np.full(np.shape(lam), 1.0 + self.eps * (-1) ** self.t)
 
@@ -468,7 +488,7 @@ def _naive_gamp_rie(X, y, S, rho, noise, damping, n_iter, channel="softmax"):
         q_hat = 4 * alpha * float(jnp.mean(jnp.sum(Gamma**2, axis=(-1, -2))))
         delta = 1 / q_hat
         R = S_hat + 2 * delta / d**1.5 * aim.prior_input(X, Gamma)
-        S_hat = jnp.asarray(rmt.rie_denoise(np.asarray(R), delta, rho))
+        S_hat = jnp.asarray(rmt.rie_denoise(np.asarray(R), delta, rho, outside="continuation"))
         c = float(rmt.mmse_denoising(delta, rho))
         errors.append(float(jnp.sum((S_hat - S) ** 2)) / d)
         preds.append(c)

@@ -137,3 +137,51 @@ def test_psi_derivative_matches_package_mmse(rho):
         eps = 1e-3 * q_hat
         fd = (aim.denoising_free_entropy(q_hat + eps, rho) - aim.denoising_free_entropy(q_hat - eps, rho)) / (2 * eps)
         assert abs(fd - (1 + rho - aim.mmse_denoising(1 / q_hat, rho)) / 4) < 1e-7
+
+
+def _rho_merge(delta):
+    """The rho at which the two intervals of the support of mu_delta merge (bisection on their count)."""
+    lo, hi = 0.3, 0.99
+    assert len(aim.support_edges(delta, lo)) == 2 and len(aim.support_edges(delta, hi)) == 1
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if len(aim.support_edges(delta, mid)) == 2:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def test_mutual_information_just_past_merging():
+    # just past the merging of the two intervals (delta = 0.01: rho_c = 0.5569237...) the density
+    # has a thin neck, and the Chebyshev rule did not reach 1e-10 at 16384 nodes ("spectral
+    # quadrature did not converge"). Split at the neck with the Euler-Maclaurin end correction it
+    # converges at 2048 nodes; the value agrees with the unsplit rule at 2^19 nodes
+    # (0.9183553228100867) to 4e-11.
+    delta = 0.01
+    rc = _rho_merge(delta)
+    assert abs(rc - 0.55692370916) < 1e-9
+    sp = replica.denoising_spectrum(delta, rc * (1 + 1e-3))
+    assert sp.converged and sp.intervals.shape == (2, 2) and sp.intervals[0, 1] == sp.intervals[1, 0]
+    I = replica.denoising_mutual_information(delta, rc * (1 + 1e-3))
+    assert abs(I - 0.9183553228100867) < 1e-9
+    # continuous and increasing in rho across the merging (the neck closer still at 1e-4)
+    I_m = replica.denoising_mutual_information(delta, rc * (1 - 1e-3))
+    I_p4 = replica.denoising_mutual_information(delta, rc * (1 + 1e-4))
+    assert I_m < I_p4 < I and I - I_m < 1e-3
+
+
+@pytest.mark.parametrize("rho", [1e-4, 0.5, 10.0])
+def test_mutual_information_large_delta(rho):
+    # 0.5 Sigma - log(delta)/4 + 1/8 cancels to ~1e-16 delta log(delta) relative: at delta = 1e16 it
+    # gave 0 or -1.8e-15. Above 1e4 max(1, rho^-1/2) the I-MMSE expansion is used; it joins the
+    # log-energy formula (1e-9 relative here) and stays positive up to delta = 1e300.
+    sw = replica._MI_LARGE_DELTA * max(1.0, rho**-0.5)
+    a = replica.denoising_mutual_information(sw * (1 - 1e-12), rho)
+    b = replica.denoising_mutual_information(sw * (1 + 1e-12), rho)
+    assert abs(a / b - 1) < 1e-8
+    for delta in (1e16, 1e100, 1e300):
+        val = replica.denoising_mutual_information(delta, rho)
+        assert val > 0 and abs(val * 4 * delta - 1) < 1e-12
+    with pytest.raises(ValueError, match="delta"):
+        replica.denoising_mutual_information(float("nan"), rho)

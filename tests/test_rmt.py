@@ -246,3 +246,342 @@ def test_unconverged_quadrature_is_reported(monkeypatch):
     monkeypatch.setattr(rmt, "_integrate_items", one_round)
     with pytest.warns(RuntimeWarning, match="did not reach its tolerance"):
         aim.mmse_denoising(1e-3, 1.0)
+
+
+# ---------------------------------------------------------------------------
+# issue 17: large noise, extremes, validation
+
+
+def _rie_error(seed, d, delta, rho):
+    k1, k2 = jax.random.split(jax.random.key(seed))
+    S = np.asarray(aim.sample_teacher(k1, d, rho))
+    Y = S + np.sqrt(delta) * np.asarray(aim.sample_goe(k2, d))
+    return float(np.sum((aim.rie_denoise(Y, delta, rho) - S) ** 2) / d)
+
+
+def test_rie_large_noise_regression():
+    # d = 40, delta = 1e6 (and 1e10) gave an error of 1381 (1.4e7) against an MMSE of 1: the
+    # eigenvalues outside the limiting support were "cleaned" by lambda - 2 delta h(lambda). Over
+    # 8 seeds the error is 0.96 +- 0.07 at d = 40 (the finite-size spread of ||S - E S||^2/d).
+    for delta in (1e6, 1e10):
+        err = _rie_error(0, 40, delta, 0.5)
+        assert abs(err - aim.mmse_denoising(delta, 0.5)) < 0.3, (delta, err)
+
+
+def test_rie_outside_support_goes_to_edge_value():
+    rho, delta = 0.5, 1e6
+    (a, b), = aim.support_edges(delta, rho)
+    s = np.sqrt(rho)
+    g_a, g_b = (aim.stieltjes(np.array([a, b]), delta, rho)).real
+    xi_a, xi_b = aim.rie_eigenvalues(np.array([a, b]), delta, rho)
+    # the edge values a - 2 delta g_c, with g_c = G(a) the critical point of the inverse function
+    # (exact): about sqrt(rho) -+ 2/sqrt(1 + delta) (the semicircle), up to O(1/(sqrt(rho) delta))
+    assert abs(xi_a - (s - 2 / np.sqrt(1 + delta))) < 1e-5 and abs(xi_b - (s + 2 / np.sqrt(1 + delta))) < 1e-5
+    # G from the cubic at the edge is accurate to ~sqrt(eps) only: 2 delta times that
+    assert abs(xi_b - (b - 2 * delta * g_b)) < 1e-3 and abs(xi_a - (a - 2 * delta * g_a)) < 1e-3
+    out = aim.rie_eigenvalues(np.array([a - 100.0, a * (1 + 1e-3), b * (1 + 1e-3), b + 1e5, 1e300]), delta, rho)
+    np.testing.assert_array_equal(out, [xi_a, xi_a, xi_b, xi_b, xi_b])
+    # just inside: continuous with the edge value
+    inner = aim.rie_eigenvalues(np.array([a + 1e-6 * (b - a), b - 1e-6 * (b - a)]), delta, rho)
+    assert xi_a <= inner[0] < xi_a + 1e-5 and xi_b - 1e-5 < inner[1] <= xi_b
+    # a gap between two support intervals: the nearer edge
+    (a1, b1), (a2, b2) = aim.support_edges(0.01, 0.5)
+    xi = aim.rie_eigenvalues(np.array([b1, b1 + 0.1 * (a2 - b1), a2 - 0.1 * (a2 - b1), a2]), 0.01, 0.5)
+    assert xi[0] == xi[1] and xi[2] == xi[3] and xi[1] < xi[2]
+
+
+@pytest.mark.parametrize("delta,rho", [(0.01, 0.5), (0.3, 0.5), (1.0, 2.0), (1e6, 0.5), (1e12, 3.0), (1e17, 0.5)])
+def test_rie_continuous_and_monotone_across_edges(delta, rho):
+    edges = aim.support_edges(delta, rho)
+    for a, b in edges:
+        for e in (a, b):
+            x = e + (b - a) * np.array([-1e-4, -1e-6, -1e-9, 0.0, 1e-9, 1e-6, 1e-4])
+            xi = aim.rie_eigenvalues(x, delta, rho)
+            # lambda - 2 delta h(lambda) cancels: its rounding is ~1e-16 |lambda|, and the roots of
+            # the cubic are accurate to ~sqrt(eps) at an edge (a double root): 1e-8 |lambda|
+            assert np.all(np.diff(xi) >= -1e-8 * (1 + np.abs(x[:-1]))), (e, xi)
+            # continuity: the jump over 1e-9 of the width is O(sqrt(1e-9)) of the cleaned range
+            scale = 2 * np.sqrt(1e-9) * (1 + (b - a) / (1 + delta))
+            assert np.max(np.abs(np.diff(xi[2:5]))) < scale, (e, xi)
+    lo, hi = edges[0][0], edges[-1][1]
+    x = np.linspace(lo - 0.5 * (hi - lo), hi + 0.5 * (hi - lo), 2001)
+    xi = aim.rie_eigenvalues(x, delta, rho)
+    tol = 1e-8 * (1 + np.abs(x[:-1])) + 1e-14 * np.max(np.abs(x))
+    assert np.all(np.isfinite(xi)) and np.all(np.diff(xi) >= -tol)
+
+
+def test_rie_unchanged_inside_support():
+    # inside the support the cleaned value is lambda - 2 delta h(lambda) to the last bit
+    for delta, rho in [(0.05, 0.5), (0.3, 1.0), (1.0, 4.0)]:
+        (a, b), = aim.support_edges(delta, rho)[-1:]
+        lam = np.linspace(a, b, 101)[1:-1]
+        np.testing.assert_array_equal(aim.rie_eigenvalues(lam, delta, rho),
+                                      lam - 2 * delta * aim.hilbert_transform(lam, delta, rho))
+
+
+def _rel(a, b):
+    return float(np.max(np.abs(np.asarray(a) - np.asarray(b)) / np.maximum(np.abs(np.asarray(b)), 1e-300)))
+
+
+@pytest.mark.parametrize("rho", [1e-6, 0.5, 1.0, 4.0, 1e6])
+def test_asymptotic_branches_join(rho):
+    s = np.sqrt(rho)
+    # huge delta: the semicircle of variance 1 + delta against the cubic, on both sides of the switch
+    sw = float(rmt._huge(s))
+    lo, hi = sw * (1 - 1e-12), sw * (1 + 1e-12)
+    r = np.sqrt(1 + sw)
+    x = s + r * np.array([-2.5, -1.5, -0.3, 0.7, 1.9, 3.0])
+    z = x + 1j * r * np.array([0.1, -0.2, 1.0, 0.01, -3.0, 0.5])
+    assert _rel(aim.stieltjes(x, lo, rho), aim.stieltjes(x, hi, rho)) < 1e-8
+    assert _rel(aim.stieltjes(z, lo, rho), aim.stieltjes(z, hi, rho)) < 1e-8
+    assert _rel(aim.support_edges(lo, rho), aim.support_edges(hi, rho)) < 1e-8
+    # the cleaned values: the cubic's lambda - 2 delta h(lambda) cancels to ~1e-16 |lambda| (absolute)
+    xi_lo, xi_hi = aim.rie_eigenvalues(x, lo, rho), aim.rie_eigenvalues(x, hi, rho)
+    assert np.max(np.abs(xi_lo - xi_hi)) < 1e-13 * np.max(np.abs(x)), (xi_lo, xi_hi)
+    assert _rel(xi_lo[[0, -1]], xi_hi[[0, -1]]) < 1e-8  # outside: the edge values, no cancellation
+    assert _rel(aim.spectral_integral(lo, rho), aim.spectral_integral(hi, rho)) < 1e-8
+    # far field: the moment series against the cubic at _FAR spectral radii
+    for delta in (1e-3, 1.0, 1e6):
+        R = rmt._FAR * float(rmt._radius(delta, s))
+        w = np.array([-R, R]) * (1 + np.array([[-1e-12], [1e-12]]))
+        G = aim.hilbert_transform(s + w, delta, rho)
+        assert _rel(G[0], G[1]) < 1e-8, delta
+        zc = s + R * np.exp(1j * np.array([0.3, 2.0])) * np.array([[1 - 1e-12], [1 + 1e-12]])
+        Gc = aim.stieltjes(zc, delta, rho)
+        assert _rel(Gc[0], Gc[1]) < 1e-8, delta
+    # tiny delta: scaled and deflated roots against the companion matrix, away from the edges
+    lo, hi = rmt._DELTA_TINY * (1 - 1e-12), rmt._DELTA_TINY * (1 + 1e-12)
+    edges = aim.support_edges(hi, rho)
+    a, b = edges[-1]
+    x = np.concatenate([a + (b - a) * np.array([0.1, 0.5, 0.9]), [a - 1.0, b + 1.0]])
+    assert _rel(aim.stieltjes(x, lo, rho), aim.stieltjes(x, hi, rho)) < 1e-8
+    # (the companion matrix of the cubic, above the switch, has entries up to 1e20 |w|/rho)
+    assert _rel(aim.stieltjes(x + 0.1j, lo, rho), aim.stieltjes(x + 0.1j, hi, rho)) < 1e-7
+    assert _rel(aim.support_edges(lo, rho), aim.support_edges(hi, rho)) < 1e-8
+    # the MMSE: the large-delta expansion against the quadrature at its switch
+    sw = float(rmt._large_delta_switch(rho))
+    m = aim.mmse_denoising(np.array([sw * (1 - 1e-12), sw * (1 + 1e-12)]), rho)
+    assert abs(m[0] - m[1]) < 1e-14
+
+
+def test_extremes_are_finite():
+    deltas = 10.0 ** np.array([-300, -200, -100, -40, -20, -10, 0, 10, 14, 40, 100, 200, 300])
+    for rho in (1e-6, 0.5, 1.0, 1e6):
+        m = aim.mmse_denoising(deltas, rho)
+        assert np.all(np.isfinite(m)) and np.all(m >= 0) and np.all(m <= np.minimum(deltas, 1.0)), rho
+        for delta in deltas:
+            edges = aim.support_edges(delta, rho)
+            flat = np.array(edges).ravel()
+            assert np.all(np.isfinite(flat)) and np.all(np.diff(flat) > 0), (delta, rho, edges)
+            x = np.array([-1e300, -1e10, flat[0], 0.0, np.sqrt(rho), flat[-1], 1e10, 1e300, 1.7e308])
+            for f in (aim.spectral_density, aim.hilbert_transform, aim.rie_eigenvalues, aim.stieltjes):
+                v = f(x, delta, rho)
+                assert np.all(np.isfinite(v)), (f.__name__, delta, rho, v)
+            assert np.all(aim.spectral_density(x, delta, rho) >= 0)
+            G = aim.stieltjes(x + 1j * np.abs(x) + 1j, delta, rho)
+            assert np.all(np.isfinite(G)) and np.all(G.imag <= 0), (delta, rho, G)
+    assert aim.mmse_denoising(1e300, 0.5) == 1.0
+    assert abs(aim.hilbert_transform(1e300, 1.0, 0.5) - 1e-300) < 1e-310
+
+
+def test_tiny_delta_bump_and_mass():
+    # rho < 1 at tiny delta: the zero eigenvalues form a semicircle of variance delta (1 - rho),
+    # narrower than the rounding of x - sqrt(rho) below delta ~ 1e-30; its mass is kept
+    for delta in (1e-25, 1e-100, 1e-300):
+        (a0, b0), (a1, b1) = aim.support_edges(delta, 0.5)
+        assert abs(b0 / (2 * np.sqrt(delta * 0.5)) - 1) < 1e-6 and abs(a0 / b0 + 1) < 1e-6
+        assert abs(aim.spectral_integral(delta, 0.5, power=1) - 1) < 1e-9
+
+
+def test_spectral_integral_huge_delta_is_semicircle():
+    # int sc_v^3 = 8 * (3 pi / 16) / (2 pi)^3 / v = 3 / (4 pi^2 v)... checked against the quadrature
+    for p in (1, 2, 3):
+        got = aim.spectral_integral(1e20, 0.5, power=p)
+        want = aim.spectral_integral(1e13, 0.5, power=p) * (1 + 1e13) ** ((p - 1) / 2) / (1 + 1e20) ** ((p - 1) / 2)
+        assert abs(got / want - 1) < 1e-9, p
+
+
+BAD_POSITIVE = [0.0, -1.0, float("nan"), float("inf"), -float("inf"), True, False, "1", None, 1 + 1j, [0.5]]
+BAD_ARRAY = [None, "abc", [1.0, float("nan")], np.array([np.inf]), np.array([True, False]), [1.0, None],
+             {"a": 1}]
+
+
+def _call_table(key):
+    Y = np.eye(3)
+    return {
+        "delta": [lambda v: aim.mmse_denoising(v, 0.5), lambda v: aim.spectral_density(0.0, v, 0.5),
+                  lambda v: aim.stieltjes(1j, v, 0.5), lambda v: aim.hilbert_transform(1.0, v, 0.5),
+                  lambda v: aim.support_edges(v, 0.5), lambda v: aim.rie_eigenvalues(1.0, v, 0.5),
+                  lambda v: aim.rie_denoise(Y, v, 0.5), lambda v: aim.spectral_integral(v, 0.5),
+                  lambda v: aim.semicircle_density(0.0, v)],
+        "rho": [lambda v: aim.mmse_denoising(0.1, v), lambda v: aim.spectral_density(0.0, 0.1, v),
+                lambda v: aim.stieltjes(1j, 0.1, v), lambda v: aim.hilbert_transform(1.0, 0.1, v),
+                lambda v: aim.support_edges(0.1, v), lambda v: aim.rie_eigenvalues(1.0, 0.1, v),
+                lambda v: aim.rie_denoise(Y, 0.1, v), lambda v: aim.spectral_integral(0.1, v),
+                lambda v: aim.marchenko_pastur_density(0.0, v)],
+    }
+
+
+@pytest.mark.parametrize("name", ["delta", "rho"])
+def test_invalid_scalars_name_the_argument(name, key):
+    for f in _call_table(key)[name]:
+        for bad in BAD_POSITIVE:
+            if isinstance(bad, list) and f.__code__.co_names[-1] in ("mmse_denoising", "spectral_integral"):
+                continue  # these two take arrays
+            with pytest.raises((ValueError, TypeError), match=name):
+                f(bad)
+
+
+def test_invalid_arrays_name_the_argument(key):
+    calls = {
+        "x": [lambda v: aim.spectral_density(v, 0.1, 0.5), lambda v: aim.hilbert_transform(v, 0.1, 0.5),
+              lambda v: aim.marchenko_pastur_density(v, 0.5), lambda v: aim.semicircle_density(v, 1.0)],
+        "z": [lambda v: aim.stieltjes(v, 0.1, 0.5)],
+        "lam": [lambda v: aim.rie_eigenvalues(v, 0.1, 0.5)],
+        "Y": [lambda v: aim.rie_denoise(v, 0.1, 0.5)],
+        "delta": [lambda v: aim.mmse_denoising(v, 0.5), lambda v: aim.spectral_integral(v, 0.5)],
+        "rho": [lambda v: aim.mmse_denoising(0.1, v), lambda v: aim.spectral_integral(0.1, v)],
+    }
+    for name, fs in calls.items():
+        for f in fs:
+            for bad in BAD_ARRAY + [float("nan"), float("inf")]:
+                with pytest.raises((ValueError, TypeError), match=name):
+                    f(bad)
+    for bad in ([1 + 1j], 2j):  # complex where a real is expected
+        with pytest.raises(TypeError, match="x"):
+            aim.spectral_density(bad, 0.1, 0.5)
+    with pytest.raises(ValueError, match="z"):
+        aim.stieltjes(np.array([1j, complex(np.nan, 1)]), 0.1, 0.5)
+    with pytest.raises(ValueError, match="delta"):
+        aim.mmse_denoising(np.array([0.1, -1.0]), 0.5)
+    with pytest.raises(ValueError, match="delta.*rho"):
+        aim.mmse_denoising(np.ones(2), np.ones(3))
+    with pytest.raises(ValueError, match="Y"):
+        aim.rie_denoise(np.array([[np.nan, 0.0], [0.0, 1.0]]), 0.1, 0.5)
+    for bad in (0, -1.0, float("nan"), float("inf"), 1.0, True, "1e-6", None):
+        with pytest.raises((ValueError, TypeError), match="rtol"):
+            aim.spectral_integral(0.1, 0.5, rtol=bad)
+    for bad in (0, -1, 1.5, True, "3", None, "xi2"):
+        with pytest.raises((ValueError, TypeError), match="power"):
+            aim.spectral_integral(0.1, 0.5, power=bad)
+    for bad in (0, -3, 2.0, True, "3", None):
+        with pytest.raises((ValueError, TypeError), match="d"):
+            aim.sample_goe(key, bad)
+    for bad in (None, 0, np.zeros(2)):
+        with pytest.raises(TypeError, match="key"):
+            aim.sample_goe(bad, 3)
+    # empty arrays of points are valid
+    assert aim.spectral_density(np.zeros(0), 0.1, 0.5).shape == (0,)
+    assert aim.rie_eigenvalues(np.zeros((0, 2)), 0.1, 0.5).shape == (0, 2)
+
+
+# ---------------------------------------------------------------------------
+# property tests (Hypothesis): valid inputs over many decades give finite results with the
+# documented invariants; invalid ones a ValueError/TypeError naming the argument
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+DELTAS = st.floats(-300, 300).map(lambda e: 10.0**e)
+RHOS = st.floats(-6, 6).map(lambda e: 10.0**e)
+REALS = st.floats(allow_nan=False, allow_infinity=False)
+FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FAST
+@given(x=st.lists(REALS, min_size=1, max_size=6), delta=DELTAS, rho=RHOS)
+def test_property_pointwise_functions_finite(x, delta, rho):
+    x = np.array(x)
+    dens = aim.spectral_density(x, delta, rho)
+    assert np.all(np.isfinite(dens)) and np.all(dens >= 0)
+    assert np.all(np.isfinite(aim.hilbert_transform(x, delta, rho)))
+    G = aim.stieltjes(x, delta, rho)
+    assert np.all(np.isfinite(G)) and np.all(G.imag >= 0)  # G(x - i0): Im G = pi mu >= 0
+    mp = aim.marchenko_pastur_density(x, rho)
+    assert np.all(np.isfinite(mp.density)) and np.all(mp.density >= 0) and 0 <= mp.atom < 1
+    sc = aim.semicircle_density(x, delta)
+    assert np.all(np.isfinite(sc)) and np.all(sc >= 0)
+
+
+@FAST
+@given(re=REALS, im=REALS.filter(lambda v: v != 0), delta=DELTAS, rho=RHOS)
+def test_property_stieltjes_off_axis(re, im, delta, rho):
+    G = aim.stieltjes(complex(re, im), delta, rho)
+    assert np.isfinite(G) and G.imag * im <= 0  # Im G Im z < 0 (or an underflow to 0)
+    assert abs(G) <= 1 / abs(im) * (1 + 1e-9)  # |G(z)| <= 1 / |Im z|
+
+
+@FAST
+@given(delta=DELTAS, rho=RHOS)
+def test_property_support_edges_sorted(delta, rho):
+    edges = aim.support_edges(delta, rho)
+    flat = np.array(edges).ravel()
+    assert 1 <= len(edges) <= 2 and np.all(np.isfinite(flat)) and np.all(np.diff(flat) > 0)
+    # the mean sqrt(rho) lies in the convex hull of the support
+    assert flat[0] <= np.sqrt(rho) <= flat[-1]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(delta=DELTAS, rho=RHOS)
+def test_property_mmse_bounds(delta, rho):
+    # 0 <= mmse <= min(delta, 1): Y is an estimator with error delta, E S = sqrt(rho) I one with
+    # error E||S - E S||^2/d = (1 + rho) - rho = 1
+    m = aim.mmse_denoising(delta, rho)
+    assert np.isfinite(m) and 0 <= m <= min(delta, 1.0) * (1 + 1e-12)
+
+
+@FAST
+@given(u=st.lists(st.floats(-1.5, 1.5), min_size=2, max_size=12), far=st.lists(REALS, max_size=3),
+       delta=DELTAS, rho=RHOS)
+def test_property_rie_finite_and_monotone(u, far, delta, rho):
+    # points spread over the support and beyond (u in units of its width), and anywhere on the line
+    edges = aim.support_edges(delta, rho)
+    lo, hi = edges[0][0], edges[-1][1]
+    lam = np.sort(np.concatenate([lo + (np.array(u) + 0.25) * (hi - lo) * 2 / 1.5, far]))
+    xi = aim.rie_eigenvalues(lam, delta, rho)
+    assert np.all(np.isfinite(xi))
+    tol = 1e-8 * (1 + np.abs(lam[:-1])) + 1e-13 * (hi - lo + np.abs(lo))
+    assert np.all(np.diff(xi) >= -tol), (lam, xi)
+    # the cleaned values stay within the cleaned values of the extreme edges
+    ends = aim.rie_eigenvalues(np.array([lo, hi]), delta, rho)
+    assert np.all(xi >= ends[0] - tol.max()) and np.all(xi <= ends[1] + tol.max())
+
+
+BAD_SCALAR = st.sampled_from([0.0, -1.0, -1e-300, float("nan"), float("inf"), -float("inf"), True, False,
+                              "0.5", None, 1 + 2j, b"1"])
+BAD_POINTS = st.sampled_from([float("nan"), float("inf"), None, "x", [1.0, float("nan")], [[np.inf]], True,
+                              np.array([True]), [1.0, None], {1: 2}])
+SCALAR_CALLS = {
+    "delta": [lambda v: aim.mmse_denoising(v, 0.5), lambda v: aim.spectral_density([0.0], v, 0.5),
+              lambda v: aim.stieltjes(1j, v, 0.5), lambda v: aim.hilbert_transform(1.0, v, 0.5),
+              lambda v: aim.support_edges(v, 0.5), lambda v: aim.rie_eigenvalues(1.0, v, 0.5),
+              lambda v: aim.rie_denoise(np.eye(2), v, 0.5), lambda v: aim.spectral_integral(v, 0.5),
+              lambda v: aim.semicircle_density(0.0, v)],
+    "rho": [lambda v: aim.mmse_denoising(0.1, v), lambda v: aim.spectral_density([0.0], 0.1, v),
+            lambda v: aim.stieltjes(1j, 0.1, v), lambda v: aim.hilbert_transform(1.0, 0.1, v),
+            lambda v: aim.support_edges(0.1, v), lambda v: aim.rie_eigenvalues(1.0, 0.1, v),
+            lambda v: aim.rie_denoise(np.eye(2), 0.1, v), lambda v: aim.spectral_integral(0.1, v),
+            lambda v: aim.marchenko_pastur_density(0.0, v)],
+}
+POINT_CALLS = {
+    "x": [lambda v: aim.spectral_density(v, 0.1, 0.5), lambda v: aim.hilbert_transform(v, 0.1, 0.5),
+          lambda v: aim.marchenko_pastur_density(v, 0.5), lambda v: aim.semicircle_density(v, 1.0)],
+    "z": [lambda v: aim.stieltjes(v, 0.1, 0.5)],
+    "lam": [lambda v: aim.rie_eigenvalues(v, 0.1, 0.5)],
+    "Y": [lambda v: aim.rie_denoise(v, 0.1, 0.5)],
+}
+
+
+@settings(max_examples=30, deadline=None)
+@given(name=st.sampled_from(sorted(SCALAR_CALLS)), k=st.integers(0, 8), bad=BAD_SCALAR)
+def test_property_invalid_scalars(name, k, bad):
+    with pytest.raises((ValueError, TypeError), match=name):
+        SCALAR_CALLS[name][k](bad)
+
+
+@settings(max_examples=30, deadline=None)
+@given(name=st.sampled_from(sorted(POINT_CALLS)), k=st.integers(0, 3), bad=BAD_POINTS)
+def test_property_invalid_points(name, k, bad):
+    fs = POINT_CALLS[name]
+    with pytest.raises((ValueError, TypeError), match=name):
+        fs[k % len(fs)](bad)

@@ -1,0 +1,390 @@
+"""An adversarial sweep over the public API: every bad input a clear error, no valid input NaN.
+
+Each public function is called once with small valid arguments, then once for every
+argument replaced by each bad value of that argument's kind (a NaN, an infinity, a value
+out of range, a bool or a string for a number, a float for a size, a complex or
+wrongly-shaped array, an unknown option, ...). A case is
+
+- **clear** when it raises ``ValueError`` or ``TypeError`` whose message names the argument,
+- **unclear** when it raises anything else, or a message that does not name the argument,
+- **accepted** when it returns.
+
+``test_sweep_*`` assert that at least 98 % of the cases are clear and none is accepted;
+``python tests/test_hostile.py`` prints the counts by function. The valid extremes at the end
+(huge and tiny noise, saturated softmax, spectral extremes) must return finite results.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import re
+import sys
+import warnings
+
+import jax
+import numpy as np
+import pytest
+
+import aim_tutorial as aim
+from aim_tutorial import deep, gd, replica
+
+D, T_, N = 8, 2, 12  # tiny sizes: every valid call takes milliseconds
+
+# ----------------------------------------------------------------------------------------------
+# bad values by kind of argument
+# ----------------------------------------------------------------------------------------------
+
+_NOT_NUMBERS = [True, "1", None, 1 + 1j, [1.0]]
+
+
+def _bad_positive():
+    return [0.0, -1.0, math.nan, math.inf, -math.inf, *_NOT_NUMBERS]
+
+
+def _bad_nonnegative():
+    return [-1.0, -1e-300, math.nan, math.inf, -math.inf, *_NOT_NUMBERS]
+
+
+def _bad_real():
+    return [math.nan, math.inf, -math.inf, *_NOT_NUMBERS]
+
+
+def _bad_int(low):
+    return [low - 1, -1, 2.5, float(max(low, 1)), True, "3", None, math.nan]
+
+
+def _bad_key():
+    return [0, None, "key", 1.5, np.zeros(3)]
+
+
+def _bad_choice():
+    return ["no-such-option", 3, True, ""]
+
+
+def _bad_array(good):
+    """Bad versions of a valid float array ``good``: non-finite, complex, wrong rank, empty, junk."""
+    g = np.array(good, dtype=float)
+    out = []
+    if g.size:
+        for v in (np.nan, np.inf):
+            b = g.copy()
+            b.flat[0] = v
+            out.append(b)
+    out += [g + 1j, np.float64(1.0), np.zeros((0,) * max(g.ndim, 1)), "abc", None,
+            g.astype(bool)]
+    return out
+
+
+def _bad_symmetric(good):
+    g = np.array(good, dtype=float)
+    b = g.copy()
+    b[0, -1] += 1.0
+    return _bad_array(good) + [b, g[:, :-1]]
+
+
+def _bad_fraction():
+    return [-0.1, 1.5, math.nan, math.inf, True, "0.5", None]
+
+
+def _bad_layers(good_list):
+    return [[], "layers", None, [np.full_like(np.asarray(good_list[0]), np.nan)]]
+
+
+KINDS = {
+    # a scalar or an array of them: a list [1.0] is a valid array
+    "nonneg_or_array": lambda v: [x for x in _bad_nonnegative() if x != [1.0]],
+    "pos_or_array": lambda v: [x for x in _bad_positive() if x != [1.0]],
+    # points of any shape (a scalar and an empty array are valid)
+    "points": lambda v: [b for b in _bad_array(v) if b is None or isinstance(b, str)
+                         or np.ndim(b) != 0 and np.size(b) != 0],
+    "pos": lambda v: _bad_positive(),
+    "nonneg": lambda v: _bad_nonnegative(),
+    "real": lambda v: _bad_real(),
+    "int1": lambda v: _bad_int(1),
+    "int2": lambda v: _bad_int(2),
+    "key": lambda v: _bad_key(),
+    "choice": lambda v: _bad_choice(),
+    "array": _bad_array,
+    "sym": _bad_symmetric,
+    "fraction": lambda v: _bad_fraction(),
+    "layers": _bad_layers,
+    "bool": lambda v: [1, "yes", None, 0.5],
+}
+
+# ----------------------------------------------------------------------------------------------
+# the public API with small valid arguments and the kind of each argument
+# ----------------------------------------------------------------------------------------------
+
+
+def _instance():
+    k = jax.random.key(7)
+    S = aim.sample_teacher(k, D, 0.5)
+    X, y = aim.sample_data(jax.random.fold_in(k, 1), S, N, T_, channel="softmax")
+    _, y_lin = aim.sample_data(jax.random.fold_in(k, 1), S, N, T_, channel="linear")
+    _, y_hard = aim.sample_data(jax.random.fold_in(k, 1), S, N, T_, channel="hardmax")
+    return k, np.asarray(S), np.asarray(X), np.asarray(y), np.asarray(y_lin), np.asarray(y_hard)
+
+
+K, S0, X0, Y0, YLIN, YHARD = _instance()
+H0 = np.asarray(aim.attention_indices(X0, S0))
+W0 = np.asarray(jax.random.normal(jax.random.key(3), (D, 4)))
+OMEGA = np.array([[0.3, 0.1], [0.1, -0.2]])
+Q2 = np.array([[1.5, 0.5], [0.5, 1.5]])
+
+
+# (label, function, valid kwargs, {argument: kind}); the valid call must succeed.
+SPECS = [
+    ("teacher_width", aim.teacher_width, dict(d=10, rho=0.5), {"d": "int1", "rho": "pos"}),
+    ("sample_teacher", aim.sample_teacher, dict(key=K, d=D, rho=0.5), {"key": "key", "d": "int1", "rho": "pos"}),
+    ("sample_tokens", aim.sample_tokens, dict(key=K, n=3, T=2, d=D),
+     {"key": "key", "n": "int1", "T": "int1", "d": "int1"}),
+    ("attention_indices", aim.attention_indices, dict(X=X0, S=S0), {"X": "array", "S": "sym"}),
+    ("symmetric_noise", aim.symmetric_noise, dict(key=K, shape=(3, 2, 2), delta=0.5),
+     {"key": "key", "delta": "nonneg"}),
+    ("softmax", aim.softmax, dict(h=H0, beta=1.0), {"h": "array", "beta": "nonneg"}),
+    ("hardmax", aim.hardmax, dict(h=H0), {"h": "array"}),
+    ("apply_channel", aim.apply_channel, dict(h=H0, channel="softmax", beta=1.0),
+     {"h": "array", "channel": "choice", "beta": "nonneg"}),
+    ("deep_as_aim", aim.deep_as_aim, dict(hs=[H0, H0], beta=1.0, c=1.0),
+     {"hs": "layers", "beta": "nonneg", "c": "real"}),
+    ("deep_attention_literal", aim.deep_attention_literal, dict(X=X0, Ss=[S0, S0], beta=1.0, c=1.0),
+     {"X": "array", "Ss": "layers", "beta": "nonneg", "c": "real"}),
+    ("sample_data", aim.sample_data, dict(key=K, S=S0, n=5, T=2, channel="softmax", beta=1.0, noise=0.0),
+     {"key": "key", "S": "sym", "n": "int1", "T": "int1", "channel": "choice", "beta": "nonneg",
+      "noise": "nonneg", "label_noise": "nonneg", "log_outputs": "bool"}),
+    # random matrices (chapter 2)
+    ("marchenko_pastur_density", aim.marchenko_pastur_density, dict(x=np.linspace(0, 3, 5), rho=0.5),
+     {"x": "points", "rho": "pos"}),
+    ("semicircle_density", aim.semicircle_density, dict(x=np.linspace(-2, 2, 5), delta=1.0),
+     {"x": "points", "delta": "pos"}),
+    ("sample_goe", aim.sample_goe, dict(key=K, d=D), {"key": "key", "d": "int1"}),
+    ("stieltjes", aim.stieltjes, dict(z=np.array([1.0 + 1j, 3.0]), delta=0.5, rho=0.5),
+     {"delta": "pos", "rho": "pos"}),
+    ("spectral_density", aim.spectral_density, dict(x=np.linspace(-1, 4, 5), delta=0.5, rho=0.5),
+     {"x": "points", "delta": "pos", "rho": "pos"}),
+    ("hilbert_transform", aim.hilbert_transform, dict(x=np.linspace(-1, 4, 5), delta=0.5, rho=0.5),
+     {"x": "points", "delta": "pos", "rho": "pos"}),
+    ("support_edges", aim.support_edges, dict(delta=0.5, rho=0.5), {"delta": "pos", "rho": "pos"}),
+    ("spectral_integral", aim.spectral_integral, dict(delta=0.5, rho=0.5, power=3, rtol=1e-10),
+     {"delta": "pos_or_array", "rho": "pos_or_array", "power": "int1", "rtol": "pos"}),
+    ("mmse_denoising", aim.mmse_denoising, dict(delta=0.5, rho=0.5), {"delta": "pos_or_array", "rho": "pos_or_array"}),
+    ("rie_eigenvalues", aim.rie_eigenvalues, dict(lam=np.linspace(-1, 4, 5), delta=0.5, rho=0.5),
+     {"lam": "points", "delta": "pos", "rho": "pos"}),
+    ("rie_denoise", aim.rie_denoise, dict(Y=S0, delta=0.5, rho=0.5), {"Y": "sym", "delta": "pos", "rho": "pos"}),
+    # the replica chapter (3)
+    ("denoising_free_entropy", aim.denoising_free_entropy, dict(q_hat=2.0, rho=0.5, n_nodes=64),
+     {"q_hat": "nonneg", "rho": "pos", "n_nodes": "int2"}),
+    ("denoising_mutual_information", aim.denoising_mutual_information, dict(delta=0.5, rho=0.5, n_nodes=64),
+     {"delta": "pos", "rho": "pos", "n_nodes": "int2"}),
+    ("log_energy", replica.log_energy, dict(delta=0.5, rho=0.5, n_nodes=64),
+     {"delta": "pos", "rho": "pos", "n_nodes": "int2"}),
+    ("index_variances", replica.index_variances, dict(T=3), {"T": "int1"}),
+    ("sample_equivalent_indices", aim.sample_equivalent_indices, dict(key=K, Q=Q2, n=4, T=2),
+     {"key": "key", "Q": "sym", "n": "int1", "T": "int1"}),
+    # state evolution (chapter 4)
+    ("alpha_perfect_recovery", aim.alpha_perfect_recovery, dict(rho=0.5, T=2), {"rho": "pos", "T": "int2"}),
+    ("q_hat_of", aim.q_hat_of, dict(alpha=0.5, q=0.5, rho=0.5, T=2, channel="softmax"),
+     {"alpha": "nonneg_or_array", "q": "nonneg_or_array", "rho": "pos", "T": "int2", "channel": "choice", "beta": "pos",
+      "noise": "nonneg", "score": "choice"}),
+    ("free_entropy", aim.free_entropy, dict(alpha=0.5, q=0.5, q_hat=1.0, rho=0.5, T=2),
+     {"alpha": "nonneg_or_array", "q": "nonneg_or_array", "q_hat": "nonneg_or_array", "rho": "pos", "T": "int2", "channel": "choice",
+      "noise": "nonneg", "beta": "pos"}),
+    ("state_evolution", aim.state_evolution, dict(alpha=0.05, rho=0.5, T=2),
+     {"alpha": "nonneg_or_array", "rho": "pos", "T": "int2", "channel": "choice", "beta": "pos", "noise": "nonneg",
+      "score": "choice"}),
+    ("perfect_recovery_threshold", aim.perfect_recovery_threshold, dict(rho=0.5, T=2),
+     {"rho": "pos", "T": "int2", "channel": "choice", "beta": "pos", "noise": "nonneg"}),
+    ("label_space_error", aim.label_space_error, dict(q=0.5, rho=0.5, T=2),
+     {"q": "nonneg_or_array", "rho": "pos", "T": "int2", "channel": "choice", "beta": "pos", "noise": "nonneg"}),
+    # channels
+    ("output_score", aim.output_score, dict(channel="linear", y=YLIN[:3], omega=np.broadcast_to(OMEGA, (3, 2, 2)),
+                                            V=0.5),
+     {"channel": "choice", "y": "array", "omega": "array", "V": "pos", "noise": "nonneg"}),
+    ("log_partition", aim.log_partition, dict(channel="linear", y=YLIN[:3],
+                                              omega=np.broadcast_to(OMEGA, (3, 2, 2)), V=0.5),
+     {"channel": "choice", "y": "array", "omega": "array", "V": "pos", "noise": "nonneg"}),
+    # message passing (chapter 5)
+    ("prior_input", aim.prior_input, dict(X=X0, Gamma=np.broadcast_to(OMEGA, (N, 2, 2))),
+     {"X": "array", "Gamma": "array"}),
+    ("gamp_rie", aim.gamp_rie, dict(X=X0, y=YLIN, rho=0.5, channel="linear", key=K, max_iter=3),
+     {"X": "array", "y": "array", "rho": "pos", "channel": "choice", "noise": "nonneg", "key": "key",
+      "init": "choice", "damping": "fraction", "max_iter": "int1", "tol": "pos", "score": "choice",
+      "q_hat_from": "choice", "adaptive_damping": "bool"}),
+    ("gamp_rie_state_evolution", aim.gamp_rie_state_evolution, dict(alpha=0.5, rho=0.5, T=2, n_iter=5),
+     {"alpha": "nonneg", "rho": "pos", "T": "int2", "channel": "choice", "beta": "pos", "noise": "nonneg",
+      "n_iter": "int1", "damping": "fraction", "score": "choice"}),
+    # gradient descent (chapter 6)
+    ("student_matrix", gd.student_matrix, dict(W=W0), {"W": "array"}),
+    ("student_indices", gd.student_indices, dict(W=W0, X=X0), {"W": "array", "X": "array"}),
+    ("gd_loss", gd.gd_loss, dict(W=W0, X=X0, y=Y0), {"W": "array", "X": "array", "y": "array",
+                                                      "channel": "choice", "beta": "pos",
+                                                      "weight_decay": "nonneg"}),
+    ("averaged_errors", aim.averaged_errors, dict(S_students=np.stack([S0, S0]), S_true=S0),
+     {"S_students": "array", "S_true": "sym"}),
+    ("train_gd", aim.train_gd, dict(key=K, X=X0, y=Y0, rho=0.5, steps=4, lr=0.01),
+     {"key": "key", "X": "array", "y": "array", "rho": "pos", "n_init": "int1", "steps": "int1", "lr": "pos",
+      "channel": "choice", "beta": "pos", "optimizer": "choice", "weight_decay": "nonneg"}),
+    # deep attention (chapter 7)
+    ("deep_alpha_count", deep.deep_alpha_count, dict(rhos=[0.5, 0.5], T=2), {"T": "int2"}),
+    ("limit_overlap_matrix", deep.limit_overlap_matrix, dict(rhos=[0.5, 0.5]), {}),
+    ("index_covariance", deep.index_covariance, dict(Q=Q2, T=2), {"Q": "sym", "T": "int2"}),
+    ("sample_deep_teacher", deep.sample_deep_teacher, dict(key=K, d=D, rhos=[0.5, 0.5]),
+     {"key": "key", "d": "int1"}),
+    ("deep_output", deep.deep_output, dict(hs=[H0, H0], beta=1.0, c=1.0),
+     {"hs": "layers", "beta": "nonneg", "c": "real"}),
+    ("train_deep_gd", aim.train_deep_gd, dict(key=K, X=X0, y=Y0, rhos=[0.5, 0.5], steps=4, lr=0.01),
+     {"key": "key", "X": "array", "y": "array", "n_init": "int1", "steps": "int1", "lr": "pos",
+      "beta": "nonneg", "c": "real"}),
+]
+
+# the lists of widths are checked element by element
+for _label, _fn, _kw, _kinds in SPECS:
+    if "rhos" in _kw:
+        _kinds["rhos"] = "rhos"
+KINDS["rhos"] = lambda v: [[], [0.5, -1.0], [0.5, math.nan], [True, 0.5], ["0.5", 0.5], None, "0.5"]
+
+
+def _cases():
+    for label, fn, kw, kinds in SPECS:
+        for arg, kind in kinds.items():
+            for i, bad in enumerate(KINDS[kind](kw.get(arg))):
+                yield label, fn, kw, arg, bad, i
+
+
+CASES = list(_cases())
+
+
+def classify(fn, kw, arg, bad):
+    """'clear', 'unclear: ...' or 'accepted' for ``fn(**kw)`` with ``kw[arg] = bad``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            fn(**{**kw, arg: bad})
+        except (ValueError, TypeError) as e:
+            msg = str(e)
+            if re.search(rf"(?<![\w.]){re.escape(arg)}(?!\w)", msg):
+                return "clear"
+            return f"unclear: {type(e).__name__}: {msg[:120]}"
+        except Exception as e:  # noqa: BLE001 - classified, not hidden
+            return f"unclear: {type(e).__name__}: {str(e)[:120]}"
+    return "accepted"
+
+
+@pytest.mark.parametrize("label, fn, kw", [(s[0], s[1], s[2]) for s in SPECS], ids=[s[0] for s in SPECS])
+def test_valid_call_succeeds(label, fn, kw):
+    out = fn(**kw)
+    leaves = [x for x in jax.tree_util.tree_leaves(out) if isinstance(x, (float, np.ndarray, jax.Array))]
+    for x in leaves:
+        if np.issubdtype(np.asarray(x).dtype, np.floating):
+            assert label in _MAY_NAN or np.all(np.isfinite(np.asarray(x))), label
+
+
+# results that legitimately hold NaN entries (e.g. history of steps not run)
+_MAY_NAN = {"gamp_rie", "train_gd", "train_deep_gd", "gamp_rie_state_evolution"}
+
+
+def sweep():
+    results = collections.defaultdict(collections.Counter)
+    failures = []
+    for label, fn, kw, arg, bad, _i in CASES:
+        r = classify(fn, kw, arg, bad)
+        results[label]["clear" if r == "clear" else r.split(":")[0]] += 1
+        if r != "clear":
+            failures.append((label, arg, " ".join(repr(bad).split())[:60], r))
+    return results, failures
+
+
+_SWEEP = None
+
+
+def _sweep_once():
+    global _SWEEP
+    if _SWEEP is None:
+        _SWEEP = sweep()
+    return _SWEEP
+
+
+def test_sweep_has_at_least_1000_cases():
+    assert len(CASES) >= 1000, len(CASES)
+
+
+def test_sweep_no_bad_input_is_accepted():
+    _, failures = _sweep_once()
+    accepted = [f for f in failures if f[3] == "accepted"]
+    assert not accepted, "\n".join(map(str, accepted))
+
+
+def test_sweep_at_least_98_percent_clear():
+    results, failures = _sweep_once()
+    clear = sum(c["clear"] for c in results.values())
+    assert clear >= 0.98 * len(CASES), f"{clear}/{len(CASES)} clear; first failures:\n" + "\n".join(
+        map(str, failures[:40]))
+
+
+# ----------------------------------------------------------------------------------------------
+# valid extremes: finite and right (each was NaN, an exception or wildly wrong before)
+# ----------------------------------------------------------------------------------------------
+
+
+def _rie_error_at_huge_noise():
+    k1, k2 = jax.random.split(jax.random.key(0))
+    S = np.asarray(aim.sample_teacher(k1, 40, 0.5))
+    Y = S + 1e3 * np.asarray(aim.sample_goe(k2, 40))  # delta = 1e6
+    return float(np.sum((aim.rie_denoise(Y, 1e6, 0.5) - S) ** 2) / 40)  # MMSE ~ 1 (was 1381)
+
+
+def _gamp_at_beta(beta):
+    k1, k2 = jax.random.split(jax.random.key(1))
+    S = aim.sample_teacher(k1, 20, 0.5)
+    X, logy = aim.sample_data(k2, S, 60, 2, beta=beta, log_outputs=True)
+    return aim.gamp_rie(X, logy, 0.5, beta=beta, init="mean", S_true=S, max_iter=10,
+                        log_outputs=True).error
+
+
+def _se(alpha, **kw):
+    r = aim.state_evolution(alpha, kw.pop("rho", 0.5), **kw)
+    assert r.converged, r.status
+    return r.mmse
+
+
+EXTREMES = [
+    ("rie_denoise at delta = 1e6, d = 40", _rie_error_at_huge_noise, (0.5, 2.0)),
+    ("gamp_rie on softmax log-outputs at beta = 300", lambda: _gamp_at_beta(300.0), (0.0, 1.5)),
+    ("state_evolution, noise 1e-12, alpha = 1", lambda: _se(1.0, noise=1e-12), (0.0, 1e-10)),
+    ("state_evolution, noise 1e-13, alpha = 0.2", lambda: _se(0.2, noise=1e-13), (0.0, 1.5)),
+    ("state_evolution, noise 1e-9, alpha = 1e3", lambda: _se(1e3, noise=1e-9), (0.0, 1e-8)),
+    ("state_evolution, hardmax, rho = 1e-4, alpha = 55",
+     lambda: _se(55.0, rho=1e-4, T=2, channel="hardmax"), (0.0, 1e-10)),
+    ("mmse_denoising(1e300)", lambda: aim.mmse_denoising(1e300, 0.5), (1 - 1e-12, 1.0)),
+    ("support_edges(1e300)", lambda: aim.support_edges(1e300, 0.5)[-1][1], (0.0, math.inf)),
+    ("support_edges(1e-300)", lambda: aim.support_edges(1e-300, 0.5)[-1][1], (0.0, 10.0)),
+    ("stieltjes(1e250)", lambda: abs(aim.stieltjes(1e250, 0.5, 0.5)) * 1e250, (1 - 1e-12, 1 + 1e-12)),
+    ("hilbert_transform(1e250)", lambda: aim.hilbert_transform(1e250, 0.5, 0.5) * 1e250, (1 - 1e-12, 1 + 1e-12)),
+    ("rie_eigenvalues(1e250)", lambda: aim.rie_eigenvalues(1e250, 0.5, 0.5), (0.0, 10.0)),
+    ("denoising_mutual_information where the intervals merge",
+     lambda: aim.denoising_mutual_information(0.01, 0.5569237092 * (1 + 1e-3)), (0.0, math.inf)),
+    ("label_space_error at q = Q0, hardmax", lambda: aim.label_space_error(1.5, 0.5, 2, "hardmax"), (0.0, 0.0)),
+    ("gamp_rie_state_evolution, hardmax, defaults",
+     lambda: aim.gamp_rie_state_evolution(0.5, 0.5, channel="hardmax").mmse[-1], (0.0, 1.5)),
+]
+
+
+@pytest.mark.parametrize("label, compute, bounds", EXTREMES, ids=[e[0] for e in EXTREMES])
+def test_valid_extremes_are_finite_and_in_range(label, compute, bounds):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no silent overflow or invalid value
+        v = float(compute())
+    assert math.isfinite(v) and bounds[0] <= v <= bounds[1], (label, v)
+
+
+if __name__ == "__main__":
+    res, fails = sweep()
+    total = collections.Counter()
+    for label, c in sorted(res.items()):
+        total.update(c)
+        print(f"{label:32s} " + "  ".join(f"{k} {v}" for k, v in sorted(c.items())))
+    n = sum(total.values())
+    print(f"\n{n} bad inputs: " + ", ".join(f"{k} {v} ({100 * v / n:.1f} %)" for k, v in sorted(total.items())))
+    for f in fails:
+        print(*f, sep=" | ", file=sys.stderr)
