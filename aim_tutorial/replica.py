@@ -77,8 +77,9 @@ def upper_triangle(h):
         >>> aim.replica.upper_triangle(np.arange(4.0).reshape(2, 2)).tolist()
         [0.0, 1.0, 3.0]
     """
+    _checks.real_array("h", h, min_ndim=2)
     shape = np.shape(h)
-    if len(shape) < 2 or shape[-1] != shape[-2]:
+    if shape[-1] != shape[-2]:
         raise ValueError(f"h must have shape (..., T, T), got shape {shape}")
     i, j = np.triu_indices(shape[-1])
     return h[..., i, j]

@@ -17,17 +17,21 @@ wrongly-shaped array, an unknown option, ...). A case is
 from __future__ import annotations
 
 import collections
+import importlib
 import math
 import re
 import sys
 import warnings
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import aim_tutorial as aim
 from aim_tutorial import deep, gd, replica
+
+se_module = importlib.import_module("aim_tutorial.state_evolution")  # the module, not the function
 
 D, T_, N = 8, 2, 12  # tiny sizes: every valid call takes milliseconds
 
@@ -233,6 +237,27 @@ SPECS = [
      {"key": "key", "d": "int1"}),
     ("deep_output", deep.deep_output, dict(hs=[H0, H0], beta=1.0, c=1.0),
      {"hs": "layers", "beta": "nonneg", "c": "real"}),
+    ("overlap_matrix", deep.overlap_matrix, dict(Ss=[S0, S0]), {"Ss": "layers"}),
+    ("deep_student_output", deep.deep_student_output, dict(Ws=(W0, W0), X=X0, beta=1.0, c=1.0),
+     {"X": "array", "beta": "nonneg", "c": "real"}),
+    ("deep_loss", deep.deep_loss, dict(Ws=(W0, W0), X=X0, y=Y0), {"X": "array", "y": "array", "c": "real"}),
+    ("observed_maps_to_indices", deep.observed_maps_to_indices,
+     dict(P_maps=np.stack([Y0, Y0]), beta=1.0, c=1.0), {"P_maps": "array", "beta": "pos", "c": "real"}),
+    ("deep_q_hat", deep.deep_q_hat, dict(key=K, alpha=0.5, q=np.eye(2) * 0.5, V=np.array([0.5, 0.5]),
+                                         n_omega=16, n_inner=16),
+     {"key": "key", "alpha": "nonneg", "q": "sym", "V": "array", "T": "int2", "beta": "nonneg", "c": "real",
+      "n_omega": "int1", "n_inner": "int1"}),
+    ("upper_triangle", replica.upper_triangle, dict(h=H0), {"h": "array"}),
+    ("psi_denoising", se_module.psi_denoising, dict(q_hat=2.0, rho=0.5),
+     {"q_hat": "nonneg_or_array", "rho": "pos"}),
+    ("symmetric_gradient", aim.symmetric_gradient, dict(f=lambda w: jnp.sum(w**2), omega=OMEGA),
+     {"omega": "array"}),
+    ("generic_output_score", aim.generic_output_score,
+     dict(key=K, g=lambda h: jax.nn.softmax(h, axis=-1), y=Y0[:3], omega=np.broadcast_to(OMEGA, (3, 2, 2)),
+          V=0.5, label_noise=0.1, n_samples=64),
+     {"key": "key", "y": "array", "omega": "array", "V": "pos", "label_noise": "pos", "n_samples": "int2"}),
+    ("elementwise_channel", aim.elementwise_channel, dict(f=jnp.tanh, label_noise=0.0),
+     {"label_noise": "nonneg"}),
     ("train_deep_gd", aim.train_deep_gd, dict(key=K, X=X0, y=Y0, rhos=[0.5, 0.5], steps=4, lr=0.01),
      {"key": "key", "X": "array", "y": "array", "n_init": "int1", "steps": "int1", "lr": "pos",
       "beta": "nonneg", "c": "real"}),
