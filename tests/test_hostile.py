@@ -256,7 +256,7 @@ SPECS = [
      dict(key=K, g=lambda h: jax.nn.softmax(h, axis=-1), y=Y0[:3], omega=np.broadcast_to(OMEGA, (3, 2, 2)),
           V=0.5, label_noise=0.1, n_samples=64),
      {"key": "key", "y": "array", "omega": "array", "V": "pos", "label_noise": "pos", "n_samples": "int2"}),
-    ("elementwise_channel", aim.elementwise_channel, dict(f=jnp.tanh, label_noise=0.0),
+    ("elementwise_channel", aim.elementwise_channel, dict(f=jnp.arcsinh, label_noise=0.0),
      {"label_noise": "nonneg"}),
     ("train_deep_gd", aim.train_deep_gd, dict(key=K, X=X0, y=Y0, rhos=[0.5, 0.5], steps=4, lr=0.01),
      {"key": "key", "X": "array", "y": "array", "n_init": "int1", "steps": "int1", "lr": "pos",
