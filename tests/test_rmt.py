@@ -434,11 +434,7 @@ def test_invalid_scalars_name_the_argument(name, key):
 
 def test_invalid_arrays_name_the_argument(key):
     calls = {
-        "x": [lambda v: aim.spectral_density(v, 0.1, 0.5), lambda v: aim.hilbert_transform(v, 0.1, 0.5),
-              lambda v: aim.marchenko_pastur_density(v, 0.5), lambda v: aim.semicircle_density(v, 1.0)],
-        "z": [lambda v: aim.stieltjes(v, 0.1, 0.5)],
-        "lam": [lambda v: aim.rie_eigenvalues(v, 0.1, 0.5)],
-        "Y": [lambda v: aim.rie_denoise(v, 0.1, 0.5)],
+        **POINT_CALLS,  # x, z, lam, Y (defined with the property tests below)
         "delta": [lambda v: aim.mmse_denoising(v, 0.5), lambda v: aim.spectral_integral(v, 0.5)],
         "rho": [lambda v: aim.mmse_denoising(0.1, v), lambda v: aim.spectral_integral(0.1, v)],
     }
