@@ -495,14 +495,18 @@ def gamp_rie(
         S_hat = S_new
         last_finite = S_new
         if residual > 100.0 * (1.0 + rho) ** 2:
-            diverged, status = True, f"diverged at iteration {it}: residual {residual:.3g} exploded"
+            diverged, status = True, (f"diverged at iteration {it}: residual {residual:.3g} exploded"
+                                      + ("; the RIE continued off the support amplifies edge eigenvalues "
+                                         f"by 2 Delta = {2 * delta:.3g}: try rie_outside='edge'"
+                                         if rie_outside == "continuation" else ""))
             break
         if not ratio < max_ratio:
             diverged = True
             status = (f"diverged at iteration {it}: collapse, the output residuals are {ratio:.3g} times larger "
                       f"than the predicted variance V (E g^2 / -E g' = {ratio:.3g}); the predicted error "
-                      f"eps = {c:.3g} is not to be trusted (more damping or a larger d may help; "
-                      f"q_hat_from='derivative' is no cure, chapter 5)")
+                      f"eps = {c:.3g} is not to be trusted"
+                      + ("; with rie_outside='edge' the collapsing instances of chapter 5 converge "
+                         "(q_hat_from='derivative' is no cure)" if rie_outside == "continuation" else ""))
             break
         if grow >= patience and residual > 100 * tol:
             diverged, status = True, f"diverged at iteration {it}: residual grew {grow} iterations in a row"

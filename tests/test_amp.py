@@ -271,7 +271,7 @@ def test_edge_rie_removes_the_collapse():
         X, y = aim.sample_data(kd, S, n=500, T=2)
         old = aim.gamp_rie(X, y, RHO, key=ki, S_true=S, max_iter=60)
         new = aim.gamp_rie(X, y, RHO, key=ki, S_true=S, max_iter=60, rie_outside="edge")
-        assert old.diverged and "collapse" in old.status
+        assert old.diverged and "collapse" in old.status and "rie_outside='edge'" in old.status
         assert new.converged and not new.diverged and abs(new.error - se) < 0.06
 
 
