@@ -64,7 +64,15 @@ else
 fi
 "$OUT/venv1/bin/python" -c "import sys, jax; print(f'python {sys.version.split()[0]}, jax {jax.__version__}')"
 
-export AIM_INSTALL_SOURCE=${AIM_INSTALL_SOURCE:-$PWD}
+# The notebooks install the package from one wheel built here once: JOBS notebooks installing from
+# the checkout at the same moment raced in its build/ folder ("File exists: build/bdist...").
+if [ -z "${AIM_INSTALL_SOURCE:-}" ]; then
+    rm -rf "$OUT/dist"
+    "$OUT/venv1/bin/python" -m pip wheel --quiet --no-deps -w "$OUT/dist" "$PWD" > "$OUT/wheel.log" 2>&1 ||
+        { echo "could not build the package's wheel; see $OUT/wheel.log"; tail -n 5 "$OUT/wheel.log"; exit 1; }
+    AIM_INSTALL_SOURCE=$(ls "$OUT"/dist/aim_tutorial-*.whl)
+fi
+export AIM_INSTALL_SOURCE
 export AIM_SCALE=${AIM_SCALE:-smoke}
 export MPLBACKEND=Agg
 
