@@ -42,8 +42,8 @@ import numpy as np
 import optax
 
 from . import _checks
-from .gd import (_array, _divergence, _largest_divisor_at_most, _scalar, _tokens_and_labels, _traced, _weights,
-                 scan_students)
+from .gd import (_array, _divergence, _largest_divisor_at_most, _scalar, _student_indices, _student_matrix,
+                 _tokens_and_labels, _traced, _weights, scan_students)
 
 __all__ = [
     "DeepGDResult",
@@ -338,21 +338,6 @@ def _rhos(rhos):
 
 
 # --------------------------------------------------------------------------- the student
-
-
-def _student_indices(W, X):
-    """``h_hat`` of ``S_hat = W W^T / sqrt(r d)`` in ``O(n T d r)``: ``P = X W``, never ``(d, d)``."""
-    d, r = W.shape
-    T = X.shape[-2]
-    norm = d * jnp.sqrt(r)
-    P = X @ W
-    h = jnp.einsum("nar,nbr->nab", P, P) / norm
-    return h - (jnp.sum(W * W) / norm) * jnp.eye(T, dtype=h.dtype)
-
-
-def _student_matrix(W):
-    d, r = W.shape[-2], W.shape[-1]
-    return W @ jnp.swapaxes(W, -1, -2) / jnp.sqrt(r * d)
 
 
 def deep_student_output(Ws, X, beta=1.0, c=1.0):

@@ -97,24 +97,11 @@ LOSS_FACTOR = 1e3  # a loss above this many times its reference has diverged
 NORM_FACTOR = 1e2  # ||S_k||_F^2 / d above this many times the problem's scale has diverged
 
 
-def _traced(x) -> bool:
-    """A JAX tracer (inside ``jit``, ``grad``, ``vmap``): its shape can be checked, not its values."""
-    return isinstance(x, jax.core.Tracer)
+_traced = _checks._traced  # a JAX tracer (inside jit, grad, vmap): its shape can be checked, not its values
 
 
 def _array(name, value, ndim=None, *, min_ndim=None):
-    """A real array, possibly traced: rank and kind always, finiteness when concrete.
-
-    (``_checks.real_array`` converts to NumPy, which a tracer cannot do.)
-    """
-    if _traced(value):
-        rank_ok = (ndim is None or value.ndim == ndim) and (min_ndim is None or value.ndim >= min_ndim)
-        if not rank_ok:
-            want = f"{ndim}" if ndim is not None else f"at least {min_ndim}"
-            raise ValueError(f"{name} must have {want} axes, got shape {value.shape}")
-        if not (jnp.issubdtype(value.dtype, jnp.floating) or jnp.issubdtype(value.dtype, jnp.integer)):
-            raise _checks.ArgumentTypeError(f"{name} must be a real array, got dtype {value.dtype}")
-        return value
+    """A real array, possibly traced (rank and kind always, finiteness when concrete), as an array."""
     _checks.real_array(name, value, ndim=ndim, min_ndim=min_ndim)
     return value if hasattr(value, "shape") and hasattr(value, "dtype") else np.asarray(value)
 
@@ -642,10 +629,12 @@ class GDData(NamedTuple):
     """The precomputed grid of ``scripts/gd_paper_data.py`` (see :func:`load_gd_data`).
 
     Attributes:
-        table: numpy structured array, one row per ``(T, x, seed)``; columns ``T, alpha, x, seed, n,
-            single_mean, single_std, avg_K1, ..., avg_K32, final_loss_mean, n_finite, seconds``.
+        table: numpy structured array, one row per ``(T, x, seed)`` (per ``(d, T, x, seed)`` in the
+            files with a ``d`` column); columns ``[d,] T, alpha, x, seed, n, single_mean, single_std,
+            avg_K1, ..., avg_K32, final_loss_mean, n_finite, seconds``.
         header: the file's comment lines (parameters, seed, versions, commands).
-        d: the dimension the file was computed at.
+        d: the dimension the file was computed at; ``None`` for a finite-size study (several
+            dimensions: its ``d`` column says which row has which).
     """
 
     table: np.ndarray
@@ -681,6 +670,9 @@ def load_gd_data(name: str = "gd_softmax.csv") -> GDData:
     if values.ndim != 2 or values.shape[1] != len(cols):
         raise ValueError(f"{name}: rows of unequal length (the header has {len(cols)} columns)")
     table = np.rec.fromarrays(values.T, names=cols)
+    if "d" in cols:  # a finite-size study: the dimension of each row
+        ds = np.unique(table["d"])
+        return GDData(table=table, header=header, d=int(ds[0]) if len(ds) == 1 else None)
     d = None
     for line in header:
         if line.startswith("d = "):
