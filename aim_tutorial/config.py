@@ -20,6 +20,13 @@ from types import MappingProxyType
 
 import jax
 
+__all__ = [
+    "SCALES",
+    "scale",
+    "sizes",
+    "provenance",
+]
+
 jax.config.update("jax_enable_x64", True)
 
 SCALES = ("smoke", "book", "paper")
@@ -44,11 +51,12 @@ _SIZES = {
     "amp": {
         # smoke: the chapter's checks are finite-size statements that need d >= 60; fewer live runs only
         "smoke": dict(d_small=60, d_track=120, d_live=80, n_live=1, d_spectrum=200, d_hardmax=60, d_sizes=(60,),
-                      d_timing=(40, 80), n_fresh=4),
+                      d_timing=(40, 80), n_fresh=4, d_cavity=60, n_cavity=3),
         "book": dict(d_small=60, d_track=120, d_live=80, n_live=1, d_spectrum=200, d_hardmax=60, d_sizes=(60, 80),
-                     d_timing=(60, 80, 120), n_fresh=8),
+                     d_timing=(60, 80, 120), n_fresh=8, d_cavity=100, n_cavity=4),
         "paper": dict(d_small=60, d_track=200, d_live=150, n_live=4, d_spectrum=600, d_hardmax=80,
-                      d_sizes=(50, 100, 200), d_timing=(50, 100, 200, 400), n_fresh=24),
+                      d_sizes=(50, 100, 200), d_timing=(50, 100, 200, 400), n_fresh=24,
+                      d_cavity=200, n_cavity=8),
     },
     # python -m aim_tutorial reproduce: one entry a figure (gd-single and gd-averaged share "gd")
     "reproduce": {

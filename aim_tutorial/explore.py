@@ -39,6 +39,25 @@ from typing import NamedTuple
 
 import numpy as np
 
+__all__ = [
+    "CHANNELS",
+    "PHASE_CHANNELS",
+    "T_RANGE",
+    "LOG10_BETA_RANGE",
+    "Tables",
+    "load_tables",
+    "samples_per_token_pair",
+    "error_curve",
+    "error_curve_explorer",
+    "phase_explorer",
+    "hardmax_explorer",
+    "ChannelCurves",
+    "channel_curves",
+    "channel_explorer",
+    "to_html",
+    "show",
+]
+
 CHANNELS = ("softmax", "linear", "sigmoid", "relu", "hardmax")
 #: The environment variable the book's build sets (``_ext/aim_book.py``): charts
 #: are then written as inline HTML that loads the Vega bundle shipped with the page.

@@ -19,6 +19,20 @@ import numpy as np
 
 from . import _checks
 
+__all__ = [
+    "teacher_width",
+    "sample_teacher",
+    "sample_tokens",
+    "attention_indices",
+    "symmetric_noise",
+    "softmax",
+    "hardmax",
+    "apply_channel",
+    "deep_as_aim",
+    "deep_attention_literal",
+    "sample_data",
+]
+
 # a registered name, an aim_tutorial.channels.Channel, or a callable (the generic channel)
 Channel = Union[str, Callable[[jax.Array], jax.Array], object]
 

@@ -54,6 +54,21 @@ from scipy.interpolate import CubicSpline
 from . import _checks
 from . import channels as _ch
 
+__all__ = [
+    "SE_STATUS",
+    "SEResult",
+    "GenericSEResult",
+    "state_evolution",
+    "generic_state_evolution",
+    "alpha_perfect_recovery",
+    "perfect_recovery_threshold",
+    "psi_denoising",
+    "q_hat_of",
+    "free_entropy",
+    "label_space_error",
+    "clear_tables",
+]
+
 def _mmse(delta, rho):
     from .rmt import mmse_denoising
 

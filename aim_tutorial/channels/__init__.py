@@ -50,6 +50,25 @@ from .generic import GenericScore, generic_channel, generic_output_score  # noqa
 from .base import _is_concrete
 from .. import _checks
 
+__all__ = [
+    "Channel",
+    "check_outputs",
+    "check_settings",
+    "check_symmetric",
+    "get",
+    "register",
+    "registered",
+    "symmetric_gaussian",
+    "elementwise_channel",
+    "GenericScore",
+    "generic_channel",
+    "generic_output_score",
+    "SCORES",
+    "output_score",
+    "log_partition",
+    "symmetric_gradient",
+]
+
 SCORES = hardmax.SCORES
 
 

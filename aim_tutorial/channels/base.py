@@ -27,6 +27,20 @@ import numpy as np
 
 from .. import _checks
 
+__all__ = [
+    "Channel",
+    "register",
+    "registered",
+    "get",
+    "check_settings",
+    "check_outputs",
+    "check_symmetric",
+    "frob_sq",
+    "gauss_norm",
+    "log_npdf",
+    "symmetric_gaussian",
+]
+
 _LOG_2PI = math.log(2.0 * math.pi)
 
 

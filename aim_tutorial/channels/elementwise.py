@@ -59,6 +59,15 @@ from scipy.interpolate import BarycentricInterpolator
 from .. import _checks
 from .base import Channel, check_symmetric, log_npdf
 
+__all__ = [
+    "Structure",
+    "analyse",
+    "kinks",
+    "make",
+    "flat_probability",
+    "elementwise_channel",
+]
+
 _CLIP = 40.0  # standardised ends beyond +-40 carry probability below e^-800
 _X_MAX, _N_GRID = 60.0, 120_001  # the grid on which f is analysed (spacing 1e-3)
 _MAX_FLATS = 64  # more flat parts than this on the grid: a floating-point staircase, refused

@@ -27,6 +27,13 @@ from scipy.interpolate import CubicSpline
 from .. import _checks
 from .base import Channel, check_symmetric, frob_sq as _frob_sq, symmetric_gaussian
 
+__all__ = [
+    "GenericScore",
+    "generic_output_score",
+    "generic_moments",
+    "generic_channel",
+]
+
 
 # ---------------------------------------------------------------------------
 # generic channel: y = g(h) + sqrt(noise_y) xi, by Monte Carlo

@@ -29,6 +29,14 @@ from scipy.interpolate import CubicSpline
 
 from .. import _checks
 from .base import _LOG_2PI, Channel, log_npdf as _log_npdf, register
+
+__all__ = [
+    "HARDMAX",
+    "SCORES",
+    "hardmax_score_moment",
+    "hardmax_expected_log_partition",
+    "output",
+]
 SCORES = ("exact", "published")
 
 

@@ -14,6 +14,11 @@ import numpy as np
 
 from .base import Channel, check_symmetric, frob_sq, gauss_norm, register
 
+__all__ = [
+    "LINEAR",
+    "dof",
+]
+
 
 def dof(rho: float) -> float:
     """Degrees of freedom of the teacher per ``d^2/2``: ``2 rho - rho^2`` (``1`` for ``rho >= 1``)."""

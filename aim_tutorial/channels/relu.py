@@ -24,6 +24,10 @@ import numpy as np
 from .base import register
 from .elementwise import Structure, make
 
+__all__ = [
+    "RELU",
+]
+
 _STRUCTURE = Structure(flat_a=np.array([-np.inf]), flat_b=np.array([0.0]), flat_c=np.array([0.0]),
                        flat_group=np.array([0]), piece_a=np.array([0.0]), piece_b=np.array([np.inf]),
                        piece_increasing=np.array([True]), piece_lo=np.array([0.0]), piece_hi=np.array([np.inf]))

@@ -22,6 +22,10 @@ import numpy as np
 from .base import register
 from .elementwise import Structure, make
 
+__all__ = [
+    "SIGMOID",
+]
+
 # logit of the largest double below 1, and log of the smallest positive (subnormal) double
 _S_HI = float(np.log(np.nextafter(1.0, 0.0)) - np.log1p(-np.nextafter(1.0, 0.0)))
 _S_LO = float(np.log(np.nextafter(0.0, 1.0)))

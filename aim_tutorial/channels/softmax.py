@@ -20,6 +20,12 @@ from .. import _checks
 from .base import Channel, frob_sq, gauss_norm, register, symmetric_gaussian
 from .linear import dof
 
+__all__ = [
+    "SOFTMAX",
+    "residual",
+    "label_mc",
+]
+
 
 def _M(y, beta):
     """``M`` with ``h = c 11^T + M`` from softmax outputs (log-ratios from logs)."""
