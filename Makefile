@@ -69,8 +69,9 @@ test: install
 	OUT=$(COLAB_OUT) JOBS=$(JOBS) COLAB_STAGE=run bash scripts/colab_check.sh
 	@echo "make test: every step passed"
 
+# the docstring examples of the package run too (--doctest-modules aim_tutorial)
 unit:
-	$(BIN)/python -m pytest tests -q --ignore=tests/browser -n $(JOBS)
+	$(BIN)/python -m pytest tests aim_tutorial --doctest-modules -q --ignore=tests/browser -n $(JOBS)
 
 # The edit-test loop: the unit tests without those marked slow (CI runs them all).
 test-fast: install
