@@ -59,6 +59,7 @@ __all__ = [
     "gamp_rie",
     "gamp_rie_state_evolution",
     "prior_input",
+    "iteration_memory",
 ]
 
 MAX_ADAPTIVE_DAMPING = 0.5  # adaptive damping stops at the default: more made the hardmax drift away at alpha = 0.2
@@ -153,6 +154,32 @@ class GampRieSEResult(NamedTuple):
 # --------------------------------------------------------------------------- #
 # The jitted half-iteration: omega, the output score, q_hat and the prior input
 # --------------------------------------------------------------------------- #
+def iteration_memory(X: jax.Array, y: jax.Array, *, channel: str = "softmax", beta: float = 1.0,
+                     noise: float = 0.0) -> Optional[int]:
+    """Bytes of temporary buffers XLA allocates for the compiled output half of one GAMP-RIE
+    iteration on data ``(X, y)`` (forming ``omega``, the score and ``q_hat``), or ``None`` where the
+    backend does not report it. Compiles, does not run. The input ``R`` of the denoiser adds one
+    ``(d, d)`` matrix; no ``(n, d, d)`` tensor is ever formed.
+
+    Example:
+        >>> import jax, aim_tutorial as aim
+        >>> S = aim.sample_teacher(jax.random.key(0), 20, 0.5)
+        >>> X, y = aim.sample_data(jax.random.key(1), S, n=40, T=2)
+        >>> mem = aim.amp.iteration_memory(X, y)
+        >>> mem is None or mem < 8 * 40 * 20 * 20
+        True
+    """
+    X = _checks.real_array("X", X, ndim=3)
+    n, T, d = X.shape
+    y = _checks.real_array("y", y, shape=(n, T, T))
+    step = _make_half_step(channel, float(beta), float(noise), "exact", "square")
+    Z = jnp.zeros((n, T, T), X.dtype)
+    S0 = jnp.eye(d, dtype=X.dtype)
+    compiled = step.lower(X, y, S0, 0.5, Z, Z, 0.5, 0.5, n / d**2).compile()
+    mem = compiled.memory_analysis()
+    return None if mem is None else int(mem.temp_size_in_bytes)
+
+
 def prior_input(X: jax.Array, Gamma: jax.Array) -> jax.Array:
     """The sum ``B = sum_mu (X_mu^T Gamma_mu X_mu - Tr(Gamma_mu) I_d)``, eq. (amp-prior).
 
@@ -303,7 +330,7 @@ def gamp_rie(
     stall_patience: Optional[int] = 25,
     adaptive_damping: bool = False,
     log_outputs: bool = False,
-    rie_outside: str = "continuation",
+    rie_outside: str = "edge",
 ) -> GampRieResult:
     """GAMP-RIE for the single-layer attention-indexed model, eqs. (amp-omega)-(amp-prior).
 
@@ -335,16 +362,15 @@ def gamp_rie(
             old iterate, ``damping <- (1 + damping) / 2`` up to ``MAX_ADAPTIVE_DAMPING = 0.5`` (the
             default damping), each time the residual has grown two iterations in a row or the iterates
             oscillate with period 2 (``||S_t - S_{t-2}||^2 < ||S_t - S_{t-1}||^2 / 4``). Half damping from
-            the start makes the hardmax iteration crawl at large ``alpha`` and no damping makes it
+            the start slows the hardmax iteration at large ``alpha`` and no damping makes it
             oscillate at small ``alpha`` (both shown in chapter 5); in trials, letting the rule go
             above 0.5 made some hardmax runs at ``alpha = 0.2`` drift away from a fixed point.
         rie_outside: what the RIE does with an eigenvalue of ``R`` off the limiting support
-            (:func:`aim_tutorial.rmt.rie_eigenvalues`): ``"continuation"`` (the formula continued
-            off the support, as in the paper's code; the default, with which the book's stored runs
-            were made) or ``"edge"`` (the nearest edge's cleaned value). At small ``alpha`` the first
-            iterations have ``Delta = 1/q_hat`` large, the continuation amplifies the edge
-            fluctuations of ``R`` by ``2 Delta`` and the run can collapse; with ``"edge"`` the
-            instances of chapter 5 that collapse converge (chapter 5, section on collapse).
+            (:func:`aim_tutorial.rmt.rie_eigenvalues`): ``"edge"`` (the default: the nearest edge's
+            cleaned value) or ``"continuation"`` (the formula continued off the support, as in the
+            paper's code). At small ``alpha`` the first iterations have ``Delta = 1/q_hat`` large, the
+            continuation amplifies the edge fluctuations of ``R`` by ``2 Delta`` and about half the
+            runs collapse; with ``"edge"`` they converge (chapter 5, section on collapse).
         max_iter: maximal number of iterations, ``>= 1``.
         tol: stopping threshold on ``||S_hat_new - S_hat||_F^2 / d``, ``> 0``.
         min_iter: iterations run before the stopping rule is checked.

@@ -64,7 +64,7 @@ _SIZES = {
             "softmax-se": dict(rho=0.5, T=(2, 3), n_alpha=24),
             "hardmax-se": dict(rho=0.5, alpha_min=0.05, alpha_max=3.0, n_alpha=6),
             "hardmax-rescaled": dict(rhos=(0.5,), x_min=0.1, x_max=10.0, n_alpha=6),
-            "amp-se": dict(rho=0.5, d=30, alphas=(0.05, 0.13), seeds=1, max_iter=60, n_line=24),
+            "amp-se": dict(rho=0.5, d=40, alphas=(0.05, 0.13), seeds=1, max_iter=60, n_line=24),
             "amp-hardmax": dict(rho=0.5, d=24, alphas=(0.3, 1.0), seeds=1, max_iter=60, n_line=8),
             "gd": dict(d=16, rho=0.5, T=(2,), x=(0.2, 0.6), seeds=1, n_init=2, steps=50, lr=0.1),
             "deep": dict(d=12, rhos=(0.5, 0.5), T=2, c=1.0, x=(1.0, 3.0), n_init=2, steps=50, lr=0.1),

@@ -275,7 +275,7 @@ def _amp_points(sz, seed, progress, channel, scores_se):
         n = max(1, int(round(a * d * d)))
         X, y = model.sample_data(k_d, S, n, T, channel=channel)
         t0 = time.perf_counter()
-        # hardmax: adaptive damping from 0, as in chapter 5 (half damping crawls at large alpha)
+        # hardmax: adaptive damping from 0, as in chapter 5 (half damping is slower at large alpha)
         damp = dict(damping=0.0, adaptive_damping=True, tol=1e-6) if channel == "hardmax" else {}
         res = gamp_rie(X, y, rho, channel=channel, key=k_a, S_true=S, max_iter=sz["max_iter"], **damp)
         rows.append((1, a, s, float(res.error), float(res.converged), float(res.diverged), res.n_iter,

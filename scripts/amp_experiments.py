@@ -15,8 +15,12 @@ Parts:
   speed     softmax T = 3, d = 150, alpha = 0.05: wall time after compilation and peak memory,
             each measured in a fresh process
 
-Usage (the three parts ran in parallel in about 40 min on 2 heavily shared CPU cores):
-    python scripts/amp_experiments.py softmax hardmax finite speed
+Every run uses the RIE's edge rule (``rie_outside="edge"``, gamp_rie's default; recorded in each
+file's header). A part resumes from its file when it exists: delete the file to start it afresh.
+
+Usage:
+    python scripts/amp_experiments.py softmax softmax150 hardmax finite speed
+    python scripts/amp_experiments.py --rie-outside continuation softmax   # amp_softmax_continuation.json
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import aim_tutorial as aim
 
 SEED = 2025
 RHO = 0.5
+RIE_OUTSIDE = "edge"  # gamp_rie's default; --rie-outside continuation writes amp_PART_continuation.json
 DATA = Path(aim.__file__).resolve().parent / "data"
 PART_IDS = {"softmax": 1, "hardmax": 2, "finite": 3, "speed": 4, "softmax150": 5}
 
@@ -46,6 +51,7 @@ def header(part, params):
         "part": part,
         "seed": SEED,
         "params": params,
+        "rie_outside": RIE_OUTSIDE,
         "aim_tutorial_version": aim.__version__,
         "jax_version": jax.__version__,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -72,7 +78,7 @@ def make_instance(part, d, T, alpha, channel, idx):
 def run_one(part, d, T, alpha, channel, idx, **kw):
     S, X, y, k_init = make_instance(part, d, T, alpha, channel, idx)
     t0 = time.perf_counter()
-    res = aim.gamp_rie(X, y, RHO, channel=channel, key=k_init, S_true=S, **kw)
+    res = aim.gamp_rie(X, y, RHO, channel=channel, key=k_init, S_true=S, rie_outside=RIE_OUTSIDE, **kw)
     wall = time.perf_counter() - t0
     return dict(error=res.error, mmse_pred=res.mmse_pred, n_iter=res.n_iter, converged=res.converged,
                 diverged=res.diverged, status=res.status, wall_s=wall)
@@ -80,7 +86,7 @@ def run_one(part, d, T, alpha, channel, idx, **kw):
 
 def load_previous(part):
     """Results already stored for ``part`` (the script resumes where it stopped)."""
-    path = DATA / f"amp_{part}.json"
+    path = DATA / f"amp_{part}{SUFFIX}.json"
     if path.exists():
         with open(path) as f:
             return json.load(f)
@@ -89,7 +95,7 @@ def load_previous(part):
 
 def save(part, params, body):
     DATA.mkdir(exist_ok=True)
-    path = DATA / f"amp_{part}.json"
+    path = DATA / f"amp_{part}{SUFFIX}.json"
     with open(path, "w") as f:
         json.dump({"header": header(part, params), **body}, f, indent=1)
     print(f"wrote {path}", flush=True)
@@ -127,8 +133,8 @@ def part_softmax150():
 
 
 def part_hardmax():
-    # adaptive damping from 0, not the default 0.5: with half damping the iteration crawls at large alpha
-    # (at alpha = 1.6, d = 80 the error was still 0.15 after 80 iterations; see "damping_demo")
+    # adaptive damping from 0, not the default 0.5: half damping from the start is slower at large alpha
+    # (see "damping_demo") and no damping oscillates at small alpha (chapter 5)
     params = dict(d=80, rho=RHO, T=2, n_instances=8, max_iter=150, damping=0.0, adaptive_damping=True, tol=1e-6,
                   init="prior", score="exact", alpha=[0.2, 0.4, 0.6779, 1.0, 1.6, 2.5])
     rows = load_previous("hardmax").get("curve", [])
@@ -149,6 +155,7 @@ def part_hardmax():
         for damping, adaptive in ((0.5, False), (0.2, False), (0.0, True)):
             S, X, y, k_init = make_instance("hardmax", params["d"], 2, 1.6, "hardmax", (ia, 0))
             res = aim.gamp_rie(X, y, RHO, channel="hardmax", key=k_init, S_true=S, damping=damping,
+                               rie_outside=RIE_OUTSIDE,
                                adaptive_damping=adaptive, max_iter=params["max_iter"], tol=1e-9,
                                stall_patience=None, patience=params["max_iter"])
             damping_runs.append(dict(alpha=1.6, damping=damping, adaptive=adaptive, status=res.status,
@@ -188,9 +195,9 @@ k1, k2, k3 = jax.random.split(jax.random.key(seed), 3)
 S = aim.sample_teacher(k1, d, 0.5)
 X, y = aim.sample_data(k2, S, n=int(round(alpha * d * d)), T=T)
 jax.block_until_ready((X, y))
-t0 = time.perf_counter(); aim.gamp_rie(X, y, 0.5, key=k3, S_true=S, max_iter=3); t_compile = time.perf_counter() - t0
+t0 = time.perf_counter(); aim.gamp_rie(X, y, 0.5, key=k3, S_true=S, max_iter=3, rie_outside=sys.argv[2]); t_compile = time.perf_counter() - t0
 c0 = time.process_time(); t0 = time.perf_counter()
-res = aim.gamp_rie(X, y, 0.5, key=k3, S_true=S); jax.block_until_ready(res.S_hat)
+res = aim.gamp_rie(X, y, 0.5, key=k3, S_true=S, rie_outside=sys.argv[2]); jax.block_until_ready(res.S_hat)
 wall = time.perf_counter() - t0; cpu = time.process_time() - c0
 print(json.dumps(dict(wall_s=wall, cpu_s=cpu, first_call_s=t_compile, n_iter=res.n_iter, error=res.error, status=res.status,
                       converged=res.converged, peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
@@ -202,14 +209,24 @@ def part_speed():
                   published=dict(wall_s=106, memory_gb=5.5, source="the paper's published implementation on the same instance, as timed in the project's issue tracker"))
     runs = []
     for s in range(params["repeats"]):
-        out = subprocess.run([sys.executable, "-c", SPEED_CHILD, str(SEED + s)], capture_output=True, text=True,
+        out = subprocess.run([sys.executable, "-c", SPEED_CHILD, str(SEED + s), RIE_OUTSIDE], capture_output=True, text=True,
                              check=True)
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
         print("speed", runs[-1], flush=True)
     save("speed", params, {"runs": runs})
 
 
+SUFFIX = ""
+
 if __name__ == "__main__":
-    parts = sys.argv[1:] or ["softmax", "softmax150", "hardmax", "finite", "speed"]
+    args = sys.argv[1:]
+    if "--rie-outside" in args:  # the RIE continued off the support, as in the paper's code
+        i = args.index("--rie-outside")
+        RIE_OUTSIDE = args[i + 1]
+        if RIE_OUTSIDE not in ("edge", "continuation"):
+            sys.exit("--rie-outside must be 'edge' or 'continuation'")
+        SUFFIX = "" if RIE_OUTSIDE == "edge" else "_" + RIE_OUTSIDE
+        del args[i:i + 2]
+    parts = args or ["softmax", "softmax150", "hardmax", "finite", "speed"]
     for p in parts:
         {"softmax": part_softmax, "softmax150": part_softmax150, "hardmax": part_hardmax, "finite": part_finite, "speed": part_speed}[p]()

@@ -7,6 +7,7 @@ alpha = 0.13 the mean excess is about 0.03 with an instance spread of about
 """
 
 import math
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -82,7 +83,7 @@ def test_rie_step_matches_rmt_rie_denoise(key):
     """The RIE inside gamp_rie (eigh in the jitted step, Hilbert transform from rmt) equals rmt.rie_denoise."""
     S, X, y, k = _instance(key, 30, 0.13)
     n, T, d = X.shape
-    res = aim.gamp_rie(X, y, RHO, init="mean", max_iter=1)
+    res = aim.gamp_rie(X, y, RHO, init="mean", max_iter=1, rie_outside="continuation")
     step = amp._make_half_step("softmax", 1.0, 0.0, "exact", "square")
     Z = jnp.zeros((n, T, T))
     S0 = jnp.sqrt(RHO) * jnp.eye(d)
@@ -91,7 +92,7 @@ def test_rie_step_matches_rmt_rie_denoise(key):
     R = S0 + 2 * delta / d**1.5 * aim.prior_input(X, G)
     np.testing.assert_allclose(res.S_hat, rmt.rie_denoise(np.asarray(R), delta, RHO, outside="continuation"),
                                atol=1e-9)
-    res_edge = aim.gamp_rie(X, y, RHO, init="mean", max_iter=1, rie_outside="edge")
+    res_edge = aim.gamp_rie(X, y, RHO, init="mean", max_iter=1)  # the default: the edge rule
     np.testing.assert_allclose(res_edge.S_hat, rmt.rie_denoise(np.asarray(R), delta, RHO), atol=1e-9)
     assert res.history.mmse_pred[0] == pytest.approx(rmt.mmse_denoising(delta, RHO), rel=1e-12)
 
@@ -131,16 +132,25 @@ def test_hardmax_exact_score_beats_published_curve(key):
 
 @pytest.mark.slow
 def test_adaptive_damping_reaches_hardmax_fixed_point_fast(key):
-    """Hardmax T = 2, alpha = 1.6, d = 50: with half damping from the start the iteration crawls (still
-    more than 0.05 above the exact SE after 40 iterations); adaptive damping from 0 gets within 0.03 of it in
-    40 iterations; its damping only increases, from 0 to at most 0.5."""
+    """Hardmax T = 2, alpha = 1.6, d = 50: adaptive damping from 0 gets within 0.03 of the exact SE in
+    fewer iterations than half damping from the start (5 against 12 on this instance); with the RIE
+    continued off the support half damping crawls (still more than 0.05 above after 40 iterations), the
+    adaptive rule does not; its damping only increases, from 0 to at most 0.5."""
     S, X, y, k = _instance(key, 50, 1.6, channel="hardmax")
     se = float(state_evolution(1.6, RHO, 2, "hardmax").mmse)
     kw = dict(channel="hardmax", key=k, S_true=S, max_iter=40, min_iter=40, stall_patience=None, patience=40)
     slow = aim.gamp_rie(X, y, RHO, damping=0.5, **kw)
     fast = aim.gamp_rie(X, y, RHO, damping=0.0, adaptive_damping=True, **kw)
-    assert slow.error > se + 0.05, (slow.error, se)
-    assert abs(fast.error - se) < 0.03, (fast.error, se)
+
+    def first_within(res):
+        close = np.abs(res.history.error - se) < 0.03
+        return int(np.argmax(close)) + 1 if close.any() else np.inf
+
+    assert abs(fast.error - se) < 0.03 and abs(slow.error - se) < 0.03, (fast.error, slow.error, se)
+    assert first_within(fast) < first_within(slow)
+    crawl = aim.gamp_rie(X, y, RHO, damping=0.5, rie_outside="continuation", **kw)
+    steady = aim.gamp_rie(X, y, RHO, damping=0.0, adaptive_damping=True, rie_outside="continuation", **kw)
+    assert crawl.error > se + 0.05 and abs(steady.error - se) < 0.03, (crawl.error, steady.error, se)
     dmp = fast.history.damping
     assert dmp[0] == 0.0 and np.all(np.diff(dmp) >= 0) and dmp.max() <= amp.MAX_ADAPTIVE_DAMPING
     assert set(np.round(dmp, 6)) <= {0.0, 0.5}
@@ -241,9 +251,10 @@ def test_gamp_rie_refuses_bad_data_and_settings(key):
 
 @pytest.mark.slow
 def test_collapse_is_detected():
-    """Softmax T = 2, alpha = 0.05, d = 100 (an instance of scripts/amp_experiments.py): with the square
-    estimator of q_hat the predicted variance collapses (E g^2 / -E g' > 10) and the run is reported as
-    diverged; from the uninformed start with the derivative estimator the same instance reaches SE + 0.05."""
+    """Softmax T = 2, alpha = 0.05, d = 100 (an instance of scripts/amp_experiments.py): with the RIE
+    continued off the support and the square estimator of q_hat the predicted variance collapses
+    (E g^2 / -E g' > 10) and the run is reported as diverged; on this instance the derivative
+    estimator from the uninformed start reaches SE + 0.06, and so does the default (the edge rule)."""
     k = jax.random.fold_in(jax.random.key(2025), 1)
     for i in (2, 1, 0):
         k = jax.random.fold_in(k, i)
@@ -251,11 +262,15 @@ def test_collapse_is_detected():
     d = 100
     S = aim.sample_teacher(kt, d, RHO)
     X, y = aim.sample_data(kd, S, n=int(round(0.05 * d * d)), T=2)
-    bad = aim.gamp_rie(X, y, RHO, key=ki, S_true=S, max_iter=30)
+    bad = aim.gamp_rie(X, y, RHO, key=ki, S_true=S, max_iter=30, rie_outside="continuation")
     assert bad.diverged and "collapse" in bad.status and bad.history.nishimori_ratio[-1] > 10
-    good = aim.gamp_rie(X, y, RHO, init="mean", q_hat_from="derivative", S_true=S, max_iter=30)
+    good = aim.gamp_rie(X, y, RHO, init="mean", q_hat_from="derivative", S_true=S, max_iter=30,
+                        rie_outside="continuation")
     assert not good.diverged
     assert abs(good.error - state_evolution(0.05, RHO).mmse) < 0.06
+    default = aim.gamp_rie(X, y, RHO, key=ki, S_true=S, max_iter=30)
+    assert not default.diverged
+    assert abs(default.error - state_evolution(0.05, RHO).mmse) < 0.06
 
 
 @pytest.mark.slow
@@ -269,8 +284,8 @@ def test_edge_rie_removes_the_collapse():
         kt, kd, ki = jax.random.split(jax.random.fold_in(jax.random.key(2025), seed), 3)
         S = aim.sample_teacher(kt, 100, RHO)
         X, y = aim.sample_data(kd, S, n=500, T=2)
-        old = aim.gamp_rie(X, y, RHO, key=ki, S_true=S, max_iter=60)
-        new = aim.gamp_rie(X, y, RHO, key=ki, S_true=S, max_iter=60, rie_outside="edge")
+        old = aim.gamp_rie(X, y, RHO, key=ki, S_true=S, max_iter=60, rie_outside="continuation")
+        new = aim.gamp_rie(X, y, RHO, key=ki, S_true=S, max_iter=60)  # the default: the edge rule
         assert old.diverged and "collapse" in old.status and "rie_outside='edge'" in old.status
         assert new.converged and not new.diverged and abs(new.error - se) < 0.06
 
@@ -381,7 +396,9 @@ def test_stall_rule_reports_oscillation_not_a_fixed_point(key, monkeypatch, eps,
     assert res.status.startswith(status), res.status
     assert not res.diverged and res.converged == (status == "converged")
     if status != "converged":
-        assert 6 <= res.n_iter <= 8  # smallest residual early, then five iterations without a new minimum
+        # the smallest residual early (where, among residuals equal to rounding, depends on the rounding
+        # of the eigendecomposition), then five iterations without a new minimum
+        assert 6 <= res.n_iter <= 20
         np.testing.assert_allclose(res.history.residual[1:], 4 * eps**2, rtol=1e-9)
     if status == "oscillating":
         assert "not at a fixed point" in res.status and "median 1" in res.status  # 4 eps^2 = 1
@@ -504,7 +521,8 @@ def test_gamp_rie_damping_against_the_algorithm_written_out(key):
     d = 30
     S = aim.sample_teacher(k1, d, RHO)
     X, y = aim.sample_data(k2, S, n=int(round(0.15 * d * d)), T=2, noise=0.3)
-    res = aim.gamp_rie(X, y, RHO, noise=0.3, init="mean", S_true=S, damping=0.3, max_iter=4, min_iter=4)
+    res = aim.gamp_rie(X, y, RHO, noise=0.3, init="mean", S_true=S, damping=0.3, max_iter=4, min_iter=4,
+                       rie_outside="continuation")
     errors, preds = _naive_gamp_rie(X, y, S, RHO, 0.3, 0.3, 4)
     assert res.n_iter == 4
     np.testing.assert_allclose(res.history.error, errors, rtol=1e-9)
@@ -546,8 +564,10 @@ PUBLISHED_MOMENT = {0.05: 2.566572222691666, 0.5: 1.9275258599565, 3.0: 0.796623
 def test_gamp_rie_with_the_published_score_tracks_its_own_state_evolution():
     """Hardmax, alpha = 0.6779, d = 50, 4 instances: GAMP-RIE with the published score lands on the
     state evolution of that score (0.408: the published curve), not on the exact one (0.142); the
-    iteration-by-iteration SE of that score reaches the same fixed point. Measured here: 0.449 +- 0.037
-    (d = 50), 0.439 +- 0.025 (d = 80, 4 instances)."""
+    iteration-by-iteration SE of that score reaches the same fixed point. With the RIE continued off the
+    support (as in the paper's code, which used this score): 0.449 +- 0.037 at d = 50. With the edge rule
+    (the default) the published score, which breaks the Nishimori identity, collapses on these 4 instances
+    (E g^2 / -E g' from 15 to 31): the wrong score, not the denoiser, is what is tested here."""
     alpha, d = 0.6779, 50
     se_pub = state_evolution(alpha, RHO, 2, "hardmax", score="published").mmse
     se_exact = state_evolution(alpha, RHO, 2, "hardmax").mmse
@@ -556,9 +576,28 @@ def test_gamp_rie_with_the_published_score_tracks_its_own_state_evolution():
     errors = []
     for s in range(4):
         S, X, y, k = _instance(jax.random.key(100 + s), d, alpha, channel="hardmax")
-        res = aim.gamp_rie(X, y, RHO, channel="hardmax", score="published", key=k, S_true=S, max_iter=100)
+        res = aim.gamp_rie(X, y, RHO, channel="hardmax", score="published", key=k, S_true=S, max_iter=100,
+                           rie_outside="continuation")
         assert not res.diverged, res.status
         errors.append(res.error)
     mean, sem = np.mean(errors), np.std(errors, ddof=1) / 2
     assert abs(mean - se_pub) < 4 * sem, (mean, sem, se_pub)
     assert mean - se_exact > 5 * sem  # the exact score's SE is far below
+
+
+def test_stored_runs_state_their_rie_rule_and_the_edge_rule_never_collapses():
+    # chapter 5's stored runs: the main files were made with the edge rule (gamp_rie's default), the
+    # continuation file with the RIE continued off the support, on the same instances and starts; with the
+    # edge rule none of the 144 softmax runs is flagged, with the continuation some are at the smallest alpha
+    import json
+
+    data = Path(aim.__file__).resolve().parent / "data"
+    edge = json.loads((data / "amp_softmax.json").read_text())
+    cont = json.loads((data / "amp_softmax_continuation.json").read_text())
+    assert edge["header"]["rie_outside"] == "edge" and cont["header"]["rie_outside"] == "continuation"
+    for part in ("softmax150", "hardmax", "finite"):
+        assert json.loads((data / f"amp_{part}.json").read_text())["header"]["rie_outside"] == "edge"
+    flagged = [[sum(r["diverged"] for r in p["runs"]) for p in curve] for curve in edge["curves"].values()]
+    assert sum(map(sum, flagged)) == 0 and sum(len(p["runs"]) for c in edge["curves"].values() for p in c) == 144
+    assert edge["header"]["params"] == cont["header"]["params"]
+    assert sum(r["diverged"] for c in cont["curves"].values() for p in c for r in p["runs"]) >= 6

@@ -118,7 +118,7 @@ def test_amp_se_smoke(tmp_path):
     amp = d.column("kind") == 1
     a, m = d.column("alpha")[amp], d.column("mmse")[amp]
     assert np.all(np.isfinite(m)) and np.all(d.column("diverged")[amp] == 0)
-    # more data, smaller error; and within 0.2 of SE at d = 30 (finite-size deviations ~ 1/sqrt(d) ~ 0.2
+    # more data, smaller error; and within 0.2 of SE at d = 40 (finite-size deviations ~ 1/sqrt(d) ~ 0.2
     # with a few tens of iterations; the chapter checks the agreement at larger d)
     assert m[np.argmax(a)] < m[np.argmin(a)]
     se = d.column("kind") == 0
