@@ -18,6 +18,7 @@ rho = (0.5, 0.5), beta = 1 throughout. Usage:
     python scripts/deep_se_data.py            # the file shipped with the book (CPU; cost in its rows)
     python scripts/deep_se_data.py --se-only --append   # only the se rows, added to the file
     python scripts/deep_se_data.py --se-only --append --x 2.0 2.5   # two more points (from V = (1, 1))
+    python scripts/deep_se_data.py --se-only --append --bisect 1.4 1.5 3 --V-start V1 V2   # the threshold
 """
 
 from __future__ import annotations
@@ -55,6 +56,10 @@ def main(argv=None):
     p.add_argument("--se-only", action="store_true", help="only the se rows (not qhat, bias)")
     p.add_argument("--x", type=float, nargs="+", default=SE_XS, help="the grid of x (continued from the first)")
     p.add_argument("--append", action="store_true", help="add the rows to the file, after a line with this command")
+    p.add_argument("--bisect", type=float, nargs=3, metavar=("X_LO", "X_HI", "STEPS"), default=None,
+                   help="locate the end of learning: X_LO a fixed point, X_HI perfect recovery; STEPS midpoints, "
+                        "each continued from the last fixed point (with --V-start: the fixed point at X_LO)")
+    p.add_argument("--V-start", type=float, nargs=2, default=None, help="(V_1, V_2) to start the first x from")
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "aim_tutorial", "data",
                                                "deep_se.csv"))
     a = p.parse_args(argv)
@@ -111,8 +116,8 @@ def main(argv=None):
                                                V_start=start)
         return r, alpha
 
-    start = None
-    for x in a.x:
+    def point(x, start):
+        """Solve at x (raising n_inner at a fixed point as above), write the row, return (status, V)."""
         t0, n_inner, calls = time.time(), a.n_inner, 0
         while True:
             r, alpha = solve(x, start, n_inner, a.max_iter)
@@ -130,7 +135,24 @@ def main(argv=None):
         qh = r.q_hat[0]
         write(["se", T_SE, C_SE, x, alpha, n_inner, V[0], V[1], qh[0, 0], qh[0, 1], qh[1, 1],
                se[0], nan, se[1], r.status[0], calls, float(r.residual[0]), time.time() - t0])
-        if r.status[0] == "fixed point":
+        print(f"x = {x:.4f}: {r.status[0]}, V = {V}, {time.time() - t0:.0f} s", flush=True)
+        return r.status[0], V
+
+    start = None if a.V_start is None else tuple(a.V_start)
+    if a.bisect is not None:
+        lo, hi, steps = a.bisect
+        for _ in range(int(steps)):
+            mid = round((lo + hi) / 2, 6)
+            status, V = point(mid, start)
+            if status == "fixed point":
+                lo, start = mid, V
+            else:
+                hi = mid
+        print(f"the end of learning lies in ({lo}, {hi}]", flush=True)
+        return
+    for x in a.x:
+        status, V = point(x, start)
+        if status == "fixed point":
             start = V
 
 
