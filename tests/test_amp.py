@@ -332,6 +332,7 @@ def test_state_evolution_trajectory_reaches_fixed_point():
         q_hat_of(0.1, 1 + RHO - V, RHO, T=3), rel=1e-12)
 
 
+@pytest.mark.slow
 def test_state_evolution_reports_convergence_and_hardmax_default_start():
     """Issue 17: the iteration-by-iteration SE says whether it converged (the old fields first, in their
     order), and its default start works for every channel: for the hardmax (whose integrals need

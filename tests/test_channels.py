@@ -172,6 +172,7 @@ def test_nishimori_identity_exact_vs_published(key):
     assert abs(m) > 10 * se
 
 
+@pytest.mark.slow
 def test_generic_score_matches_linear_with_noise(key):
     # g = identity, iid noise on all T^2 entries of y: same as noise on h (diag s2, off s2/2)
     k1, k2, k3 = jax.random.split(key, 3)

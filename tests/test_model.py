@@ -28,6 +28,7 @@ def test_teacher_moments(key):
     assert abs(q0 - (1 + rho)) < 0.02
 
 
+@pytest.mark.slow
 def test_attention_indices_match_definition(key):
     k1, k2 = jax.random.split(key)
     d, T = 30, 4
@@ -191,6 +192,7 @@ def test_memory_estimate_refuses_before_allocating(key, monkeypatch):
         aim.sample_teacher(key, 10, 0.5)
 
 
+@pytest.mark.slow
 def test_log_outputs_are_finite_where_probabilities_underflow(key):
     S = aim.sample_teacher(key, 100, 0.5)
     k = jax.random.fold_in(key, 1)
@@ -238,6 +240,7 @@ def test_bad_model_inputs_name_the_argument(key, call, name):
         call(X, S, key)
 
 
+@pytest.mark.slow
 def test_checks_pass_tracers_through(key):
     # inside jit, grad and vmap the values cannot be checked; the shapes still are
     S = aim.sample_teacher(key, 10, 0.5)
@@ -260,6 +263,7 @@ _FAST = settings(max_examples=25, deadline=None)
 _finite_h = st.floats(-1e3, 1e3, allow_nan=False)
 
 
+@pytest.mark.slow
 @_FAST
 @given(d=st.sampled_from([1, 7]), rho=st.floats(1e-3, 5.0), seed=st.integers(0, 2**31 - 1))
 def test_teacher_is_symmetric_psd_of_rank_r(d, rho, seed):
@@ -286,6 +290,7 @@ def test_softmax_rows_are_probabilities_and_hardmax_one_hot(T, n, beta, h):
 @_FAST
 @given(d=st.just(6), T=st.sampled_from([2, 3]), n=st.just(4), beta=st.floats(0.0, 1e4),
        seed=st.integers(0, 2**31 - 1))
+@pytest.mark.slow
 def test_sampled_indices_symmetric_and_log_outputs_normalised(d, T, n, beta, seed):
     k1, k2 = jax.random.split(jax.random.key(seed))
     S = aim.sample_teacher(k1, d, 0.5)
@@ -305,6 +310,7 @@ _not_a_size = st.one_of(st.integers(max_value=0), st.floats(allow_nan=True), st.
                         st.none())
 
 
+@pytest.mark.slow
 @_FAST
 @given(bad=_not_a_positive_number)
 def test_bad_width_ratio_named(bad):

@@ -26,6 +26,7 @@ def test_index_variances_and_upper_triangle():
         replica.upper_triangle(np.zeros((2, 3)))
 
 
+@pytest.mark.slow
 def test_equivalent_indices_covariance(key):
     # Cov(h^a_ij, h^b_ij) = Q_ab C_ij, distinct entries uncorrelated; n = 40000 samples give
     # standard errors of about sqrt(2/n) * 2 ~ 0.014 on a covariance of size 2: tolerance 0.06.
@@ -47,6 +48,7 @@ def test_equivalent_indices_validation(key):
         replica.sample_equivalent_indices(key, np.eye(2), 0, 2)
 
 
+@pytest.mark.slow
 def test_true_indices_match_equivalent_covariance(key):
     # teacher S and a correlated student S' (W' = sqrt(1-e) W + sqrt(e) W_new): the joint
     # covariance of (h, h') is exactly Tr(S S')/d C at any d (a property of Gaussian quadratic forms).

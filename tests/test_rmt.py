@@ -184,6 +184,7 @@ def test_mmse_vectorised_and_continuous_across_switches():
     assert isinstance(aim.mmse_denoising(0.3, 0.5), float)
 
 
+@pytest.mark.slow
 def test_rie_monte_carlo(key):
     # error of the RIE at d = 300 against the formula: finite-size gap O(1/d), 0.02 leaves margin
     d, rho, delta = 300, 0.5, 0.5

@@ -77,6 +77,7 @@ def test_linear_channel_perfect_recovery():
     assert r.mmse[0] > 0.01 and r.mmse[1] == 0
 
 
+@pytest.mark.slow
 def test_perfect_recovery_thresholds_of_the_channels():
     """perfect_recovery_threshold: the teacher's degrees of freedom (2 rho - rho^2, or 1 from
     rho = 1 on) over the exact measurements a sample: T^2 + T - 2 (softmax), T^2 + T (linear),
