@@ -51,7 +51,7 @@ _SIZES = {
     "amp": {
         # smoke: the chapter's checks are finite-size statements that need d >= 60; fewer live runs only
         "smoke": dict(d_small=60, d_track=120, d_live=80, n_live=1, d_spectrum=200, d_hardmax=60, d_sizes=(60,),
-                      d_timing=(40, 80), n_fresh=4, d_cavity=60, n_cavity=3),
+                      d_timing=(40, 80), n_fresh=4, d_cavity=60, n_cavity=4),
         "book": dict(d_small=60, d_track=120, d_live=80, n_live=1, d_spectrum=200, d_hardmax=60, d_sizes=(60, 80),
                      d_timing=(60, 80, 120), n_fresh=8, d_cavity=100, n_cavity=4),
         "paper": dict(d_small=60, d_track=200, d_live=150, n_live=4, d_spectrum=600, d_hardmax=80,
