@@ -8,6 +8,8 @@ Writes ``aim_tutorial/data/deep_se.csv`` with three kinds of rows:
 ``bias``   the sum rule ``(q_hat_11 V_1 + q_hat_22 V_2) / x`` (limit 1 as V -> 0) at
            ``alpha = 1`` against the inner Monte Carlo size ``n_inner``: the bias of
            the self-normalised estimate;
+``bisect`` rows of ``--bisect``: like ``se``, at the midpoints of a bisection for the end of
+           the fixed points (a midpoint that stops at max_iter is taken as its upper end);
 ``se``     the fixed point of :func:`aim_tutorial.deep.deep_state_evolution_diagonal`
            (per-layer errors V_1, V_2, the full q_hat there, its status) on a grid
            of ``x = alpha (T^2 + T - 2)``, T = 2, c = 1, by continuation in x; at a
@@ -116,7 +118,7 @@ def main(argv=None):
                                                V_start=start)
         return r, alpha
 
-    def point(x, start):
+    def point(x, start, kind="se"):
         """Solve at x (raising n_inner at a fixed point as above), write the row, return (status, V)."""
         t0, n_inner, calls = time.time(), a.n_inner, 0
         while True:
@@ -133,7 +135,7 @@ def main(argv=None):
                     continue
             break
         qh = r.q_hat[0]
-        write(["se", T_SE, C_SE, x, alpha, n_inner, V[0], V[1], qh[0, 0], qh[0, 1], qh[1, 1],
+        write([kind, T_SE, C_SE, x, alpha, n_inner, V[0], V[1], qh[0, 0], qh[0, 1], qh[1, 1],
                se[0], nan, se[1], r.status[0], calls, float(r.residual[0]), time.time() - t0])
         print(f"x = {x:.4f}: {r.status[0]}, V = {V}, {time.time() - t0:.0f} s", flush=True)
         return r.status[0], V
@@ -143,7 +145,7 @@ def main(argv=None):
         lo, hi, steps = a.bisect
         for _ in range(int(steps)):
             mid = round((lo + hi) / 2, 6)
-            status, V = point(mid, start)
+            status, V = point(mid, start, kind="bisect")
             if status == "fixed point":
                 lo, start = mid, V
             else:
