@@ -324,9 +324,10 @@ def q_hat_of(alpha, q, rho, T: int = 2, channel: str = "softmax", beta: float = 
     """``q_hat = 2 alpha E[2 sum_a g_aa^2 + sum_{a<b} g_ab^2]`` at overlap ``q``, eq. (bo-se).
 
     Args:
-        alpha: ``>= 0``, finite, scalar or array; q: overlap in ``[0, Q0]``, ``Q0 = 1 + rho``, scalar
-        or array (broadcast with ``alpha``); rho ``> 0``; T, channel, beta, noise, score as
-        :func:`state_evolution`.
+        alpha: ``>= 0``, finite, scalar or array.
+        q: overlap in ``[0, Q0]``, ``Q0 = 1 + rho``, scalar or array (broadcast with ``alpha``).
+        rho: ``> 0``.
+        T, channel, beta, noise, score: as :func:`state_evolution`.
 
     Returns:
         ``q_hat`` (float or array). At ``q = Q0`` without noise (``V' = 0``: exact measurements) it is
@@ -872,7 +873,7 @@ def generic_state_evolution(key, alpha, rho: float, g: Callable, T: int = 2, *, 
         >>> r.mmse.shape
         (1,)
 
-    Chapter 4, section "One curve for every temperature and every $T$".
+    Chapter 4, section (sec-bo-one-curve).
     """
     _checks.prng_key("key", key)
     rho = _checks.positive("rho", rho)

@@ -8,7 +8,7 @@ draws of ``h`` (:func:`generic_output_score`); the state evolution estimates
 algorithm of the package; :func:`aim_tutorial.state_evolution.generic_state_evolution`
 adds Monte Carlo error bars. For a ``g`` that acts entry by entry,
 :func:`aim_tutorial.channels.elementwise_channel` is exact and faster.
-Chapter 4, section "One curve for every temperature and every $T$".
+Chapter 4, section (sec-bo-one-curve).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def generic_output_score(key, g: Callable, y, omega, V, *, label_noise: float, n
     Returns:
         :class:`GenericScore`.
 
-    Chapter 4, section "One curve for every temperature and every $T$".
+    Chapter 4, section (sec-bo-one-curve).
     """
     _checks.prng_key("key", key)
     if not callable(g):
@@ -181,7 +181,7 @@ def generic_channel(g: Callable, label_noise: float, name: str = "generic", *, T
         >>> float(aim.state_evolution(0.3, 0.5, channel=ch).mmse) > 0
         True
 
-    Chapter 4, section "One curve for every temperature and every $T$".
+    Chapter 4, section (sec-bo-one-curve).
     """
     if not callable(g):
         raise TypeError(f"g must be callable (one (T, T) matrix to one (T, T) matrix), got {type(g).__name__}")
