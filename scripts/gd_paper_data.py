@@ -11,6 +11,10 @@ Usage:
     python scripts/gd_paper_data.py                 # d = 80: the book's grid (CPU; see its header)
     python scripts/gd_paper_data.py --scale paper   # d = 200, the published size (meant for a GPU)
     python scripts/gd_paper_data.py --d 60 --seeds 1 --x 0.4 --T 2   # one point, to time it
+    python scripts/gd_paper_data.py --d 40 60 80 100 120 --seeds 4 --x 0.4 0.6 --T 2 4 \
+        --out aim_tutorial/data/gd_finite_size.csv     # chapter 6's finite-size study (one d after another)
+
+With several values of ``--d`` the file gains a first column ``d``.
 
 Rows are appended as they are computed, so an interrupted run leaves a usable file.
 """
@@ -38,7 +42,8 @@ SCALES = {  # d, seeds
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scale", choices=sorted(SCALES), default="cpu")
-    p.add_argument("--d", type=int, default=None, help="dimension (overrides --scale)")
+    p.add_argument("--d", type=int, nargs="+", default=None,
+                   help="dimension(s) (overrides --scale); several give a finite-size study, one d after another")
     p.add_argument("--seeds", type=int, default=None, help="data seeds per point (overrides --scale)")
     p.add_argument("--first-seed", type=int, default=0, help="index of the first data seed (to add seeds to a file)")
     p.add_argument("--T", type=int, nargs="+", default=[2, 3, 4, 5, 6])
@@ -54,15 +59,15 @@ def main(argv=None):
                                                "gd_softmax.csv"))
     a = p.parse_args(argv)
     d, seeds = SCALES[a.scale]
-    d = a.d or d
+    ds = a.d or [d]
     seeds = a.seeds or seeds
     Ks = [2**j for j in range(int(np.log2(a.n_init)) + 1)]
-    cols = ["T", "alpha", "x", "seed", "n", "single_mean", "single_std"] + [f"avg_K{K}" for K in Ks] + [
+    cols = ["d", "T", "alpha", "x", "seed", "n", "single_mean", "single_std"] + [f"avg_K{K}" for K in Ks] + [
         "final_loss_mean", "n_finite", "seconds"]
     header = [
         "Gradient descent on the softmax attention-indexed model (chapter 6 of the aim-tutorial book).",
         *provenance("scripts/gd_paper_data.py", argv),
-        f"d = {d}, rho = {a.rho}, beta = 1, noiseless, n_init = {a.n_init} students (W ~ N(0,1)), "
+        f"d = {', '.join(map(str, ds))}, rho = {a.rho}, beta = 1, noiseless, n_init = {a.n_init} students (W ~ N(0,1)), "
         f"optimizer = adam, lr = {a.lr}, steps = {a.steps}, weight_decay = 0, full batch",
         f"seed = {a.seed}: key(seed) folded with (T, index of x in {DEFAULT_X}, data seed); "
         "teacher, data and inits from it",
@@ -79,29 +84,28 @@ def main(argv=None):
             f.write(",".join(cols) + "\n")
     t_all = time.time()
     base = jax.random.key(a.seed)
-    for s in range(a.first_seed, a.first_seed + seeds):
-        for T in a.T:
-            for x in a.x:
-                # the key depends on the value of x (its index in the default grid), not on the list given
-                i = DEFAULT_X.index(x) if x in DEFAULT_X else int(round(1000 * x))
-                alpha = x / (T * T + T - 2)
-                n = max(1, int(round(alpha * d * d)))
-                k = jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(base, T), i), s)
-                k_s, k_d, k_i = jax.random.split(k, 3)
-                S = aim.sample_teacher(k_s, d, a.rho)
-                X, y = aim.sample_data(k_d, S, n, T)
-                t0 = time.time()
-                res = train_gd(k_i, X, y, a.rho, n_init=a.n_init, steps=a.steps, lr=a.lr, S_true=S,
-                               record_every=a.steps, progress=False)
-                err = np.asarray(res.error_students[:, -1])
-                avg = averaged_errors(res.S_students, S, Ks)
-                dt = time.time() - t0
-                row = [T, alpha, x, s, n, err.mean(), err.std(ddof=1) if len(err) > 1 else 0.0, *avg,
-                       float(np.mean(res.final_loss)), int(np.sum(res.finite)), dt]
-                with open(a.out, "a") as f:
-                    f.write(",".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in row) + "\n")
-                print(f"seed {s} T {T} x {x:.2f} n {n}: single {err.mean():.4f} avg{a.n_init} {avg[-1]:.4f} "
-                      f"({dt:.1f} s, total {time.time() - t_all:.0f} s)", flush=True)
+    for d, s, T, x in ((d, s, T, x) for d in ds for s in range(a.first_seed, a.first_seed + seeds)
+                       for T in a.T for x in a.x):  # one data set at a time
+        # the key depends on the value of x (its index in the default grid), not on the list given
+        i = DEFAULT_X.index(x) if x in DEFAULT_X else int(round(1000 * x))
+        alpha = x / (T * T + T - 2)
+        n = max(1, int(round(alpha * d * d)))
+        k = jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(base, T), i), s)
+        k_s, k_d, k_i = jax.random.split(k, 3)
+        S = aim.sample_teacher(k_s, d, a.rho)
+        X, y = aim.sample_data(k_d, S, n, T)
+        t0 = time.time()
+        res = train_gd(k_i, X, y, a.rho, n_init=a.n_init, steps=a.steps, lr=a.lr, S_true=S,
+                       record_every=a.steps, progress=False)
+        err = np.asarray(res.error_students[:, -1])
+        avg = averaged_errors(res.S_students, S, Ks)
+        dt = time.time() - t0
+        row = [d, T, alpha, x, s, n, err.mean(), err.std(ddof=1) if len(err) > 1 else 0.0, *avg,
+               float(np.mean(res.final_loss)), int(np.sum(res.finite)), dt]
+        with open(a.out, "a") as f:
+            f.write(",".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in row) + "\n")
+        print(f"d {d} seed {s} T {T} x {x:.2f} n {n}: single {err.mean():.4f} avg{a.n_init} {avg[-1]:.4f} "
+              f"({dt:.1f} s, total {time.time() - t_all:.0f} s)", flush=True)
     with open(a.out, "a") as f:
         f.write(f"# total wall time {time.time() - t_all:.0f} s\n")
 

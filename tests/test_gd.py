@@ -1,5 +1,7 @@
 """Tests of aim_tutorial.gd: the student's algebra, the optimiser, averaging, validation."""
 
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -184,6 +186,47 @@ def test_precomputed_d200_points():
     assert np.all(tab["n_finite"] == 32) and np.all(tab["avg_K32"] < tab["avg_K1"])
     se = aim.state_evolution(tab["x"] / 4, 0.5, 2).mmse  # alpha at T = 2 with the same x: SE depends on x only
     assert np.all((tab["avg_K32"] > se) & (tab["avg_K32"] < se + 0.1))
+
+
+def test_precomputed_finite_size_study():
+    # chapter 6's finite-size study: a d column (load_gd_data gives d = None), 4 data sets a point for
+    # d = 40 .. 120 at x = 0.4 and 0.6, T = 2 and 4; n = round(alpha d^2), every student finite, averaging
+    # helps, and the 1/K law fits every data set (the chapter fits e_inf + b/K on each)
+    data = aim.gd.load_gd_data("gd_finite_size.csv")
+    tab = data.table
+    assert data.d is None and any("--d 40 60 80 100 120" in h for h in data.header)
+    for d in (40, 60, 80, 100, 120):
+        for T in (2, 4):
+            for x in (0.4, 0.6):
+                sel = (tab["d"] == d) & (tab["T"] == T) & np.isclose(tab["x"], x)
+                assert sorted(tab["seed"][sel].astype(int)) == [0, 1, 2, 3], (d, T, x)
+    np.testing.assert_allclose(tab["n"], np.round(tab["alpha"] * tab["d"] ** 2))
+    assert np.all(tab["n_finite"] == 32) and np.all(tab["avg_K32"] < tab["avg_K1"])
+    Ks = np.array([1, 2, 4, 8, 16, 32])
+    A = np.stack([np.ones(6), 1 / Ks], 1)
+    for r in tab:
+        e = np.array([r[f"avg_K{K}"] for K in Ks])
+        resid = e - A @ np.linalg.lstsq(A, e, rcond=None)[0]
+        assert np.max(np.abs(resid)) < 3 * r["single_std"]  # within 3 sd of one student's error
+
+
+def test_gd_paper_data_writes_a_d_column_for_several_sizes(tmp_path):
+    # scripts/gd_paper_data.py --d 6 8: one row per (d, seed, T, x), the d column first, the sizes in the header
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "gd_paper_data", Path(__file__).resolve().parents[1] / "scripts" / "gd_paper_data.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = tmp_path / "fs.csv"
+    mod.main(["--d", "6", "8", "--seeds", "1", "--x", "0.4", "--T", "2", "--n-init", "2", "--steps", "3",
+              "--out", str(out)])
+    lines = out.read_text().splitlines()
+    assert any(line.startswith("# d = 6, 8, rho") for line in lines)
+    rows = [line for line in lines if not line.startswith("#")]
+    assert rows[0].startswith("d,T,alpha,x,seed,n,")
+    assert [r.split(",")[0] for r in rows[1:]] == ["6", "8"]
+    assert [int(r.split(",")[5]) for r in rows[1:]] == [round(0.1 * 36), round(0.1 * 64)]
 
 
 # --------------------------------------------------------------------------- hostile inputs (issue 17)
