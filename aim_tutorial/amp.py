@@ -169,10 +169,13 @@ def iteration_memory(X: jax.Array, y: jax.Array, *, channel: str = "softmax", be
         >>> mem is None or mem < 8 * 40 * 20 * 20
         True
     """
+    ch, beta, noise = _validate_common(channel, beta, noise, "exact")
     X = _checks.real_array("X", X, ndim=3)
     n, T, d = X.shape
     y = _checks.real_array("y", y, shape=(n, T, T))
-    step = _make_half_step(channel, float(beta), float(noise), "exact", "square")
+    _channels().check_settings(ch, T, beta, noise, "exact")
+    _channels().check_outputs(ch, "y", y, T, beta)
+    step = _make_half_step(ch.name, float(beta), float(noise), "exact", "square")
     Z = jnp.zeros((n, T, T), X.dtype)
     S0 = jnp.eye(d, dtype=X.dtype)
     compiled = step.lower(X, y, S0, 0.5, Z, Z, 0.5, 0.5, n / d**2).compile()

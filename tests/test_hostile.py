@@ -215,6 +215,8 @@ SPECS = [
      {"X": "array", "y": "array", "rho": "pos", "channel": "choice", "noise": "nonneg", "key": "key",
       "init": "choice", "damping": "fraction", "max_iter": "int1", "tol": "pos", "score": "choice",
       "q_hat_from": "choice", "adaptive_damping": "bool"}),
+    ("iteration_memory", aim.amp.iteration_memory, dict(X=X0, y=YLIN, channel="linear"),
+     {"X": "array", "y": "array", "channel": "choice", "beta": "pos", "noise": "nonneg"}),
     ("gamp_rie_state_evolution", aim.gamp_rie_state_evolution, dict(alpha=0.5, rho=0.5, T=2, n_iter=5),
      {"alpha": "nonneg", "rho": "pos", "T": "int2", "channel": "choice", "beta": "pos", "noise": "nonneg",
       "n_iter": "int1", "damping": "fraction", "score": "choice"}),
