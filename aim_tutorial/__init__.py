@@ -40,6 +40,7 @@ from .replica import (  # noqa: F401
     sample_equivalent_indices,
 )
 
+from . import state_evolution  # noqa: F401  (chapter 4: aim.state_evolution.*)
 from .state_evolution import (  # noqa: F401
     SEResult,
     alpha_perfect_recovery,
@@ -48,7 +49,7 @@ from .state_evolution import (  # noqa: F401
     label_space_error,
     perfect_recovery_threshold,
     q_hat_of,
-    state_evolution,
+    solve_state_evolution,
 )
 from . import channels  # noqa: F401  (the registry: aim.channels.registered(), aim.channels.get(name))
 from .channels import (  # noqa: F401

@@ -443,7 +443,7 @@ def channel_curves(channel, rhos=(0.5,), Ts=(2, 3), noises=(0.0,), alphas=None, 
     """The state evolution of ``channel`` on a grid of settings (default ``alphas``: 120 points
     on ``[0.005, 0.6]``), for :func:`channel_explorer`."""
     from . import channels as _chs
-    from .state_evolution import state_evolution
+    from .state_evolution import solve_state_evolution
 
     ch = _chs.get(channel)
     a = np.linspace(0.005, 0.6, 120) if alphas is None else np.asarray(alphas, dtype=float)
@@ -452,7 +452,7 @@ def channel_curves(channel, rhos=(0.5,), Ts=(2, 3), noises=(0.0,), alphas=None, 
     rhos, Ts, noises = tuple(float(r) for r in rhos), tuple(int(T) for T in Ts), tuple(float(n) for n in noises)
     if not (rhos and Ts and noises):
         raise ValueError("rhos, Ts and noises must each hold at least one value")
-    m = np.array([[[state_evolution(a, r, T=T, channel=ch, beta=beta, noise=nz).mmse for nz in noises]
+    m = np.array([[[solve_state_evolution(a, r, T=T, channel=ch, beta=beta, noise=nz).mmse for nz in noises]
                    for T in Ts] for r in rhos])
     return ChannelCurves(rhos, Ts, noises, a, m)
 

@@ -171,14 +171,14 @@ def _K(T: int) -> int:
 
 
 def _compute_softmax_se(sz, seed, progress):
-    from .state_evolution import alpha_perfect_recovery, state_evolution
+    from .state_evolution import alpha_perfect_recovery, solve_state_evolution
 
     rho = sz["rho"]
     rows = []
     x = np.linspace(0.0, 1.05 * (2 * rho - rho * rho if rho <= 1 else 1.0), sz["n_alpha"])
     for T in _tqdm(sz["T"], progress, "softmax SE, T"):
         alpha = x / _K(T)
-        res = state_evolution(alpha, rho, T=T, channel="softmax")
+        res = solve_state_evolution(alpha, rho, T=T, channel="softmax")
         for a, xx, m, c in zip(alpha, x, res.mmse, res.converged):
             rows.append((T, a, xx, m, float(c)))
     params = dict(rho=rho, beta=1.0, noise=0.0, T=list(sz["T"]), n_alpha=sz["n_alpha"],
@@ -202,13 +202,13 @@ def _plot_softmax_se(data, fig):
 
 
 def _compute_hardmax_se(sz, seed, progress):
-    from .state_evolution import state_evolution
+    from .state_evolution import solve_state_evolution
 
     rho = sz["rho"]
     alpha = np.geomspace(sz["alpha_min"], sz["alpha_max"], sz["n_alpha"])
     rows = []
     for code, score in _tqdm(enumerate(("exact", "published")), progress, "hardmax SE, score", total=2):
-        res = state_evolution(alpha, rho, T=2, channel="hardmax", score=score)
+        res = solve_state_evolution(alpha, rho, T=2, channel="hardmax", score=score)
         rows += [(code, a, m, float(c)) for a, m, c in zip(alpha, res.mmse, res.converged)]
     params = dict(rho=rho, T=2, score_code={"0": "exact", "1": "published"}, n_alpha=sz["n_alpha"])
     return ("score", "alpha", "mmse", "converged"), rows, params
@@ -229,12 +229,12 @@ def _plot_hardmax_se(data, fig):
 
 
 def _compute_hardmax_rescaled(sz, seed, progress):
-    from .state_evolution import state_evolution
+    from .state_evolution import solve_state_evolution
 
     x = np.geomspace(sz["x_min"], sz["x_max"], sz["n_alpha"])  # alpha / rho
     rows = []
     for rho in _tqdm(sz["rhos"], progress, "hardmax SE, rho"):
-        res = state_evolution(x * rho, rho, T=2, channel="hardmax")
+        res = solve_state_evolution(x * rho, rho, T=2, channel="hardmax")
         # the error relative to its alpha = 0 value Q0 - rho = 1
         rows += [(rho, xx, xx * rho, m, float(c)) for xx, m, c in zip(x, res.mmse, res.converged)]
     params = dict(rhos=list(sz["rhos"]), T=2, score="exact", n_alpha=sz["n_alpha"])
@@ -263,7 +263,7 @@ def _amp_points(sz, seed, progress, channel, scores_se):
 
     from . import model
     from .amp import gamp_rie
-    from .state_evolution import state_evolution
+    from .state_evolution import solve_state_evolution
 
     rho, d, T = sz["rho"], sz["d"], 2
     alphas = np.asarray(sz["alphas"], dtype=float)
@@ -283,7 +283,7 @@ def _amp_points(sz, seed, progress, channel, scores_se):
     a_line = np.linspace(0.0, alphas.max() * 1.1, sz["n_line"])
     for code, score in scores_se:
         kw = dict(score=score) if channel == "hardmax" else {}
-        se = state_evolution(a_line, rho, T=T, channel=channel, **kw)
+        se = solve_state_evolution(a_line, rho, T=T, channel=channel, **kw)
         rows += [(0 if code == 0 else 1 + code, a, -1, m, float(c), 0.0, 0, 0.0)
                  for a, m, c in zip(a_line, se.mmse, se.converged)]
     params = dict(rho=rho, T=T, d=d, channel=channel, seeds=sz["seeds"], alphas=list(alphas),
@@ -373,10 +373,10 @@ def _compute_gd(sz, seed, progress):
 
 
 def _se_line(rho, x_max, n=200):
-    from .state_evolution import state_evolution
+    from .state_evolution import solve_state_evolution
 
     x = np.linspace(0.0, x_max, n)
-    return x, state_evolution(x / _K(2), rho, T=2).mmse
+    return x, solve_state_evolution(x / _K(2), rho, T=2).mmse
 
 
 def _plot_gd(data, fig, which):

@@ -58,7 +58,7 @@ __all__ = [
     "SE_STATUS",
     "SEResult",
     "GenericSEResult",
-    "state_evolution",
+    "solve_state_evolution",
     "generic_state_evolution",
     "alpha_perfect_recovery",
     "perfect_recovery_threshold",
@@ -327,7 +327,7 @@ def q_hat_of(alpha, q, rho, T: int = 2, channel: str = "softmax", beta: float = 
         alpha: ``>= 0``, finite, scalar or array.
         q: overlap in ``[0, Q0]``, ``Q0 = 1 + rho``, scalar or array (broadcast with ``alpha``).
         rho: ``> 0``.
-        T, channel, beta, noise, score: as :func:`state_evolution`.
+        T, channel, beta, noise, score: as :func:`solve_state_evolution`.
 
     Returns:
         ``q_hat`` (float or array). At ``q = Q0`` without noise (``V' = 0``: exact measurements) it is
@@ -363,7 +363,7 @@ def free_entropy(alpha, q, q_hat, rho, T: int = 2, channel="softmax", noise: flo
 
     Args:
         alpha: ``>= 0``, finite; q: overlap in ``[0, Q0]``; q_hat: ``>= 0``, finite (scalars or
-            arrays that broadcast together); rho, T, channel, noise, beta: as :func:`state_evolution`.
+            arrays that broadcast together); rho, T, channel, noise, beta: as :func:`solve_state_evolution`.
 
     Returns:
         float or array. At ``q = Q0`` without noise the softmax and linear ``E log Z_out`` (the log
@@ -425,7 +425,7 @@ def _solve(alpha, rho, Hfun, Efun, perfect_possible, roots=False):
     """Roots in ``m`` of ``alpha H(Q0 - m) Delta(m) = 1`` for every ``alpha`` (vectorised).
 
     The scan covers ``m`` in ``[1.9e-12, 1 - 1.9e-12]``; ``roots=True`` also returns every root
-    ``(index of alpha, m)`` found (for :func:`state_evolution`'s checks)."""
+    ``(index of alpha, m)`` found (for :func:`solve_state_evolution`'s checks)."""
     tab = _denoising_table(float(rho))
     Q0 = 1 + rho
     alpha = np.atleast_1d(np.asarray(alpha, dtype=float))
@@ -590,7 +590,7 @@ def _rounding(Q0: float, m, noise: float):
 _ROUNDING_TOL = 1e-6  # relative error of V' beyond which the scan in q is redone in m itself
 
 
-def state_evolution(alpha, rho: float, T: int = 2, channel="softmax", beta: float = 1.0,
+def solve_state_evolution(alpha, rho: float, T: int = 2, channel="softmax", beta: float = 1.0,
                     noise: float = 0.0, score: str = "exact") -> SEResult:
     """Bayes-optimal error of a single-layer AIM: the state-evolution fixed point, eqs. (bo-se)-(bo-root).
 
@@ -628,14 +628,14 @@ def state_evolution(alpha, rho: float, T: int = 2, channel="softmax", beta: floa
 
     Example:
         >>> import aim_tutorial as aim
-        >>> round(aim.state_evolution(0.1, 0.5).mmse, 3)
+        >>> round(aim.solve_state_evolution(0.1, 0.5).mmse, 3)
         0.392
 
     Chapter 4. Reference: arXiv 2506.01582 (its state-evolution equations).
     """
     ch = _validate(rho, T, channel, beta, noise, score)
     a = _nonneg_array("alpha", alpha, max_ndim=1, allow_empty=True)
-    _checks.check_memory(f"state_evolution({a.size} values of alpha)", 3 * a.size * _Z_WIDE.size)
+    _checks.check_memory(f"solve_state_evolution({a.size} values of alpha)", 3 * a.size * _Z_WIDE.size)
     scalar = a.ndim == 0
     rho, noise = float(rho), float(noise)
     Q0 = 1 + rho
@@ -748,9 +748,9 @@ def label_space_error(q, rho: float, T: int = 2, channel="softmax", beta: float 
     Gauss-Hermite quadrature; softmax ``T > 2`` by Monte Carlo (``key`` required).
 
     Args:
-        q: overlap(s) from :func:`state_evolution`, in ``[0, Q0]`` (finite, scalar or array); at
+        q: overlap(s) from :func:`solve_state_evolution`, in ``[0, Q0]`` (finite, scalar or array); at
             ``q = Q0`` without noise the error is exactly 0 (``y = g(omega)`` is known).
-        rho, T, channel, beta, noise: as :func:`state_evolution` (``linear`` gives
+        rho, T, channel, beta, noise: as :func:`solve_state_evolution` (``linear`` gives
             ``E ||h - E h||^2 = (Q0 - q + noise/2)(T^2 + T)``).
         key: ``jax.random`` key, needed only for Monte Carlo.
         n_samples: Monte Carlo samples (``omega`` draws x 64 ``h`` draws each), an integer ``>= 64``.

@@ -86,16 +86,16 @@ def machine():
 def bench_se(repeats, n_softmax, n_hardmax):
     import numpy as np
 
-    from aim_tutorial.state_evolution import state_evolution
+    from aim_tutorial.state_evolution import solve_state_evolution
 
     out = {}
     a_soft = np.linspace(0.0, 0.2, n_softmax)
-    cold, warm, allw = _timed(lambda: state_evolution(a_soft, 0.5, T=2).mmse, repeats)
+    cold, warm, allw = _timed(lambda: solve_state_evolution(a_soft, 0.5, T=2).mmse, repeats)
     out["softmax"] = dict(points=n_softmax, rho=0.5, T=2, cold_s=cold, warm_s=warm, warm_all_s=allw,
                           us_per_point=1e6 * warm / n_softmax)
     a_hard = np.geomspace(0.02, 5.0, n_hardmax)
     try:
-        cold, warm, allw = _timed(lambda: state_evolution(a_hard, 0.5, T=2, channel="hardmax").mmse, repeats)
+        cold, warm, allw = _timed(lambda: solve_state_evolution(a_hard, 0.5, T=2, channel="hardmax").mmse, repeats)
     except Exception as e:  # reported, never silent
         print(f"  hardmax state evolution failed: {e!r}", flush=True)
         out["hardmax_error"] = repr(e)

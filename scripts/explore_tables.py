@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 from aim_tutorial.config import provenance
-from aim_tutorial.state_evolution import state_evolution
+from aim_tutorial.state_evolution import solve_state_evolution
 
 RHOS = (0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0, 1.25, 1.5, 2.0)
 NOISES = (0.0, 0.05, 0.2, 0.5)
@@ -51,13 +51,13 @@ def main(argv=None):
     rows = []
     for rho in RHOS:
         for noise in NOISES:
-            r = state_evolution(X_SOFT / 4, rho, T=2, noise=noise)
+            r = solve_state_evolution(X_SOFT / 4, rho, T=2, noise=noise)
             rows += [(0, rho, noise, x, m, int(c)) for x, m, c in zip(X_SOFT, r.mmse, r.converged)]
-            r = state_evolution(A_HARD, rho, T=2, channel="hardmax", noise=noise)
+            r = solve_state_evolution(A_HARD, rho, T=2, channel="hardmax", noise=noise)
             rows += [(1, rho, noise, x, m, int(c)) for x, m, c in zip(A_HARD, r.mmse, r.converged)]
-            r = state_evolution(X_RELU / 6, rho, T=2, channel="relu", noise=noise)
+            r = solve_state_evolution(X_RELU / 6, rho, T=2, channel="relu", noise=noise)
             rows += [(3, rho, noise, x, m, int(c)) for x, m, c in zip(X_RELU, r.mmse, r.converged)]
-        r = state_evolution(A_HARD, rho, T=2, channel="hardmax", score="published")
+        r = solve_state_evolution(A_HARD, rho, T=2, channel="hardmax", score="published")
         rows += [(2, rho, 0.0, x, m, int(c)) for x, m, c in zip(A_HARD, r.mmse, r.converged)]
         print(f"rho = {rho}: done ({time.time() - t_all:.0f} s)", flush=True)
     header = [
@@ -72,7 +72,7 @@ def main(argv=None):
         f"rho in {RHOS}; noise Delta in {NOISES}; softmax x = linspace(0, 2, {X_SOFT.size}); "
         f"hardmax alpha = geomspace(1e-3, 10, {A_HARD.size}); relu x = linspace(0, 3, {X_RELU.size})",
         "mmse = Q0 - q, the Bayes-optimal error ||S_hat - S||_F^2 / d; "
-        "converged as reported by state_evolution",
+        "converged as reported by solve_state_evolution",
     ]
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with open(a.out, "w") as f:

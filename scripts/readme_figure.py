@@ -22,7 +22,7 @@ def main():
     fig, ax = plt.subplots(figsize=(6, 3.6))
     alphas = np.linspace(1e-4, 0.3, 300)
     for rho in (0.1, 0.25, 0.5, 1.0, 2.0):
-        res = aim.state_evolution(alphas, rho, T=2, channel="softmax")
+        res = aim.solve_state_evolution(alphas, rho, T=2, channel="softmax")
         assert np.all(res.converged)
         ax.plot(alphas, res.mmse, label=f"$\\rho = {rho}$")
         ax.plot([aim.alpha_perfect_recovery(rho, 2)], [0], "k|", ms=10)

@@ -6,7 +6,6 @@ Prints wall-clock and CPU seconds, after a warm-up where stated, with ``block_un
 """
 
 import functools
-import importlib
 import time
 
 import jax
@@ -14,7 +13,7 @@ import numpy as np
 
 import aim_tutorial as aim
 
-se = importlib.import_module("aim_tutorial.state_evolution")
+from aim_tutorial import state_evolution as se
 
 
 def timed(label, f):
@@ -30,13 +29,13 @@ def softmax_g(h, beta):
 
 def main():
     grid = np.linspace(1e-4, 0.25, 256)
-    timed("softmax, 256 points, cold (tabulates mmse_rho for rho = 0.5)", lambda: aim.state_evolution(grid, 0.5))
-    timed("softmax, 256 points, warm", lambda: aim.state_evolution(grid, 0.5))
+    timed("softmax, 256 points, cold (tabulates mmse_rho for rho = 0.5)", lambda: aim.solve_state_evolution(grid, 0.5))
+    timed("softmax, 256 points, warm", lambda: aim.solve_state_evolution(grid, 0.5))
     se.clear_tables()
     hm = np.geomspace(0.02, 10.0, 30)
     timed("hardmax exact, 30 points, rho = 0.5, cold (all one-off set-up)",
-          lambda: aim.state_evolution(hm, 0.5, channel="hardmax"))
-    timed("hardmax exact, 30 points, warm", lambda: aim.state_evolution(hm, 0.5, channel="hardmax"))
+          lambda: aim.solve_state_evolution(hm, 0.5, channel="hardmax"))
+    timed("hardmax exact, 30 points, warm", lambda: aim.solve_state_evolution(hm, 0.5, channel="hardmax"))
     a = np.linspace(0.01, 0.3, 20)
     g = functools.partial(softmax_g, beta=1.0)
     r = timed("generic (softmax + label noise 1e-2), T = 2, 20 points, n_omega = 1024, n_zeta = 4096, n_m = 12",

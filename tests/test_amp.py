@@ -16,7 +16,7 @@ import pytest
 
 import aim_tutorial as aim
 from aim_tutorial import amp, rmt
-from aim_tutorial.state_evolution import q_hat_of, state_evolution
+from aim_tutorial.state_evolution import q_hat_of, solve_state_evolution
 
 RHO = 0.5
 
@@ -102,7 +102,7 @@ def test_amp_reaches_state_evolution_softmax(key):
     """Softmax T = 2, rho = 0.5, alpha = 0.13, d = 80: AMP error within 0.07 of SE (0.2212), converged."""
     S, X, y, k = _instance(key, 80, 0.13)
     res = aim.gamp_rie(X, y, RHO, key=k, S_true=S)
-    se = state_evolution(0.13, RHO).mmse
+    se = solve_state_evolution(0.13, RHO).mmse
     assert se == pytest.approx(0.2212, abs=1e-3)
     assert res.converged and not res.diverged, res.status
     assert abs(res.error - se) < 0.07, (res.error, se)
@@ -137,7 +137,7 @@ def test_adaptive_damping_reaches_hardmax_fixed_point_fast(key):
     continued off the support half damping crawls (still more than 0.05 above after 40 iterations), the
     adaptive rule does not; its damping only increases, from 0 to at most 0.5."""
     S, X, y, k = _instance(key, 50, 1.6, channel="hardmax")
-    se = float(state_evolution(1.6, RHO, 2, "hardmax").mmse)
+    se = float(solve_state_evolution(1.6, RHO, 2, "hardmax").mmse)
     kw = dict(channel="hardmax", key=k, S_true=S, max_iter=40, min_iter=40, stall_patience=None, patience=40)
     slow = aim.gamp_rie(X, y, RHO, damping=0.5, **kw)
     fast = aim.gamp_rie(X, y, RHO, damping=0.0, adaptive_damping=True, **kw)
@@ -267,10 +267,10 @@ def test_collapse_is_detected():
     good = aim.gamp_rie(X, y, RHO, init="mean", q_hat_from="derivative", S_true=S, max_iter=30,
                         rie_outside="continuation")
     assert not good.diverged
-    assert abs(good.error - state_evolution(0.05, RHO).mmse) < 0.06
+    assert abs(good.error - solve_state_evolution(0.05, RHO).mmse) < 0.06
     default = aim.gamp_rie(X, y, RHO, key=ki, S_true=S, max_iter=30)
     assert not default.diverged
-    assert abs(default.error - state_evolution(0.05, RHO).mmse) < 0.06
+    assert abs(default.error - solve_state_evolution(0.05, RHO).mmse) < 0.06
 
 
 @pytest.mark.slow
@@ -279,7 +279,7 @@ def test_edge_rie_removes_the_collapse():
     1 and 2 of scripts/amp_experiments.py's scheme) collapse with the RIE continued off the support
     and converge with the edge rule, within 0.06 of the state evolution (the finite-size spread of
     converged runs at d = 100 in chapter 5)."""
-    se = state_evolution(0.05, RHO).mmse
+    se = solve_state_evolution(0.05, RHO).mmse
     for seed in (1, 2):
         kt, kd, ki = jax.random.split(jax.random.fold_in(jax.random.key(2025), seed), 3)
         S = aim.sample_teacher(kt, 100, RHO)
@@ -319,11 +319,11 @@ def test_invalid_arguments(key):
 
 @pytest.mark.slow
 def test_state_evolution_trajectory_reaches_fixed_point():
-    """Undamped, the iteration-by-iteration SE converges to the fixed point of state_evolution (to 1e-4),
+    """Undamped, the iteration-by-iteration SE converges to the fixed point of solve_state_evolution (to 1e-4),
     and its first step from c = 1 is mmse_rho(1 / ((T^2 + T - 2) alpha))."""
     for T, alpha in ((2, 0.13), (3, 0.05)):
         traj = aim.gamp_rie_state_evolution(alpha, RHO, T, c_init=1.0, n_iter=300)
-        assert traj.mmse[-1] == pytest.approx(state_evolution(alpha, RHO, T).mmse, abs=1e-4)
+        assert traj.mmse[-1] == pytest.approx(solve_state_evolution(alpha, RHO, T).mmse, abs=1e-4)
         assert traj.mmse[0] == pytest.approx(rmt.mmse_denoising(1 / ((T * T + T - 2) * alpha), RHO), rel=1e-12)
         assert np.all(np.diff(traj.mmse) <= 1e-12)  # monotone from an uninformed start
     # the closed-form q_hat(V) agrees with the state-evolution module's
@@ -450,7 +450,7 @@ def test_linear_channel_with_noise():
     S = aim.sample_teacher(k1, d, RHO)
     X, y = aim.sample_data(k2, S, n=int(0.1 * d * d), T=2, channel="linear", noise=0.5)
     res = aim.gamp_rie(X, y, RHO, channel="linear", noise=0.5, key=k3, S_true=S, max_iter=60)
-    se = state_evolution(0.1, RHO, 2, "linear", noise=0.5).mmse
+    se = solve_state_evolution(0.1, RHO, 2, "linear", noise=0.5).mmse
     assert not res.diverged
     assert abs(res.error - se) < 0.05, (res.error, se)
 
@@ -464,12 +464,12 @@ def test_linear_channel_with_noise():
                                              ("hardmax", 2, 0.5), ("relu", 2, 0.1), ("sigmoid", 2, 0.1)])
 def test_gamp_state_evolution_with_noise_matches_state_evolution(channel, T, alpha):
     """With noise 0.5 on h, the undamped iteration-by-iteration SE reaches the fixed point of
-    :func:`state_evolution` (two codes: one iterates with ``rmt.mmse_denoising``, the other solves
+    :func:`solve_state_evolution` (two codes: one iterates with ``rmt.mmse_denoising``, the other solves
     eq. (bo-root) on a table). Catches the noise entering as ``V + Delta`` (0.588 -> 0.674 softmax)."""
     noise = 0.5
     traj = aim.gamp_rie_state_evolution(alpha, RHO, T, channel, noise=noise, c_init=1.0, n_iter=400)
     assert abs(traj.mmse[-1] - traj.mmse[-2]) < 1e-9  # stationary
-    ref = state_evolution(alpha, RHO, T, channel, noise=noise).mmse
+    ref = solve_state_evolution(alpha, RHO, T, channel, noise=noise).mmse
     assert traj.mmse[-1] == pytest.approx(ref, abs=1e-4), (traj.mmse[-1], ref)
 
 
@@ -570,8 +570,8 @@ def test_gamp_rie_with_the_published_score_tracks_its_own_state_evolution():
     (the default) the published score, which breaks the Nishimori identity, collapses on these 4 instances
     (E g^2 / -E g' from 15 to 31): the wrong score, not the denoiser, is what is tested here."""
     alpha, d = 0.6779, 50
-    se_pub = state_evolution(alpha, RHO, 2, "hardmax", score="published").mmse
-    se_exact = state_evolution(alpha, RHO, 2, "hardmax").mmse
+    se_pub = solve_state_evolution(alpha, RHO, 2, "hardmax", score="published").mmse
+    se_exact = solve_state_evolution(alpha, RHO, 2, "hardmax").mmse
     traj = aim.gamp_rie_state_evolution(alpha, RHO, 2, "hardmax", score="published", c_init=1.5, n_iter=300)
     assert traj.mmse[-1] == pytest.approx(se_pub, abs=1e-5)
     errors = []

@@ -57,7 +57,7 @@ def test_registry_names_and_errors():
         assert chs.get(name).name == name
         assert chs.get(chs.get(name)) is chs.get(name)
     with pytest.raises(ValueError, match=r"channel must be one of .*'relu'.*got 'nope'"):
-        aim.state_evolution(0.1, 0.5, channel="nope")
+        aim.solve_state_evolution(0.1, 0.5, channel="nope")
     with pytest.raises(ValueError, match="channel must be one of"):
         aim.output_score("nope", np.zeros((2, 2)), np.zeros((2, 2)), 1.0)
     with pytest.raises(TypeError, match="channel must be"):
@@ -202,7 +202,7 @@ def test_every_algorithm_runs(key, name):
     T, d, rho = T_OF.get(name, 2), 20, 0.5
     S = aim.sample_teacher(jax.random.key(1), d, rho)
     X, y = aim.sample_data(jax.random.key(2), S, n=int(0.3 * d * d), T=T, channel=ch, beta=1.0)
-    se = aim.state_evolution(0.3, rho, T=T, channel=ch)
+    se = aim.solve_state_evolution(0.3, rho, T=T, channel=ch)
     assert se.converged and 0 <= se.mmse < 1
     phi = aim.free_entropy(0.3, se.q, se.q_hat, rho, T=T, channel=ch) if np.isfinite(se.q_hat) else 0.0
     assert np.isfinite(phi)

@@ -99,8 +99,8 @@ def test_a_floating_point_staircase_is_refused_at_once():
         aim.elementwise_channel(jnp.tanh)
     assert time.perf_counter() - t0 < 5.0
     ch = aim.elementwise_channel(jnp.arcsinh)  # strictly increasing in float64: the linear channel
-    a = aim.state_evolution(0.1, 0.5, channel=ch).mmse
-    assert abs(a - aim.state_evolution(0.1, 0.5, channel="linear").mmse) < 1e-12
+    a = aim.solve_state_evolution(0.1, 0.5, channel=ch).mmse
+    assert abs(a - aim.solve_state_evolution(0.1, 0.5, channel="linear").mmse) < 1e-12
 
 
 def _relu_output_variance(q_s, v, T):

@@ -29,14 +29,14 @@ def test_tables_are_the_state_evolution():
     """A few curves of the file solved again (the chapters and the browser test check more)."""
     tab = explore.load_tables()
     x, m = tab.curve("softmax", 0.75, 0.05)
-    assert np.max(np.abs(aim.state_evolution(x / 4, 0.75, noise=0.05).mmse - m)) < 1e-6
+    assert np.max(np.abs(aim.solve_state_evolution(x / 4, 0.75, noise=0.05).mmse - m)) < 1e-6
     a, m = tab.curve("hardmax-published", 1.25)
     a, m = a[::8], m[::8]
-    live = aim.state_evolution(a, 1.25, channel="hardmax", score="published").mmse
+    live = aim.solve_state_evolution(a, 1.25, channel="hardmax", score="published").mmse
     assert np.max(np.abs(live - m)) < 1e-4
     x, m = tab.curve("relu", 0.3, 0.2)
     x, m = x[::6], m[::6]
-    assert np.max(np.abs(aim.state_evolution(x / 20, 0.3, T=4, channel="relu", noise=0.2).mmse - m)) < 1e-6
+    assert np.max(np.abs(aim.solve_state_evolution(x / 20, 0.3, T=4, channel="relu", noise=0.2).mmse - m)) < 1e-6
 
 
 @pytest.mark.slow
@@ -47,14 +47,14 @@ def test_relu_and_sigmoid_curves_of_the_explorer(rho):
     relu = explore.error_curve(rho, 3, "relu", 0.0)
     lin = explore.error_curve(rho, 3, "linear", 0.0)
     assert relu["alpha_pr"] == pytest.approx(2 * lin["alpha_pr"])
-    live = aim.state_evolution(relu["alpha"][::10], rho, T=3, channel="relu").mmse
+    live = aim.solve_state_evolution(relu["alpha"][::10], rho, T=3, channel="relu").mmse
     assert np.max(np.abs(live - relu["mmse"][::10])) < 1e-6
     first_zero = relu["alpha"][np.argmax(relu["mmse"] < 1e-12)]
     assert abs(first_zero - relu["alpha_pr"]) <= relu["alpha"][1] - relu["alpha"][0] + 1e-12
     assert abs(relu["alpha_pr"] - aim.perfect_recovery_threshold(rho, 3, channel="relu")) < 1e-9
     sig = explore.error_curve(rho, 3, "sigmoid", 0.05)
     a = sig["alpha"][::16]
-    live = aim.state_evolution(a, rho, T=3, channel="sigmoid", beta=4.0, noise=0.05).mmse
+    live = aim.solve_state_evolution(a, rho, T=3, channel="sigmoid", beta=4.0, noise=0.05).mmse
     assert np.max(np.abs(live - sig["mmse"][::16])) < 1e-6
 
 
@@ -122,7 +122,7 @@ def test_channel_explorer_draws_the_state_evolution_of_any_channel():
     a = np.linspace(0.01, 0.5, 12)
     c = explore.channel_curves(ch, rhos=(0.5, 1.0), Ts=(2,), noises=(0.0, 0.2), alphas=a)
     assert c.mmse.shape == (2, 1, 2, a.size)
-    np.testing.assert_allclose(c.mmse[1, 0, 1], aim.state_evolution(a, 1.0, T=2, channel=ch, noise=0.2).mmse)
+    np.testing.assert_allclose(c.mmse[1, 0, 1], aim.solve_state_evolution(a, 1.0, T=2, channel=ch, noise=0.2).mmse)
     spec = explore.channel_explorer(ch, rhos=(0.5, 1.0), Ts=(2,), noises=(0.0, 0.2), alphas=a,
                                     curves=c).to_dict()
     rows = spec["datasets"][spec["data"]["name"]].splitlines()

@@ -184,7 +184,7 @@ def test_precomputed_d200_points():
     assert sorted(tab["x"][~at04]) == pytest.approx([0.2, 0.6, 0.7]) and np.all(tab["T"][~at04] == 2)
     np.testing.assert_allclose(tab["n"], np.round(tab["alpha"] * 200**2))
     assert np.all(tab["n_finite"] == 32) and np.all(tab["avg_K32"] < tab["avg_K1"])
-    se = aim.state_evolution(tab["x"] / 4, 0.5, 2).mmse  # alpha at T = 2 with the same x: SE depends on x only
+    se = aim.solve_state_evolution(tab["x"] / 4, 0.5, 2).mmse  # alpha at T = 2 with the same x: SE depends on x only
     assert np.all((tab["avg_K32"] > se) & (tab["avg_K32"] < se + 0.1))
 
 

@@ -17,7 +17,6 @@ wrongly-shaped array, an unknown option, ...). A case is
 from __future__ import annotations
 
 import collections
-import importlib
 import math
 import re
 import sys
@@ -31,7 +30,7 @@ import pytest
 import aim_tutorial as aim
 from aim_tutorial import deep, gd, replica
 
-se_module = importlib.import_module("aim_tutorial.state_evolution")  # the module, not the function
+from aim_tutorial import state_evolution as se_module
 
 D, T_, N = 8, 2, 12  # tiny sizes: every valid call takes milliseconds
 
@@ -194,7 +193,7 @@ SPECS = [
     ("free_entropy", aim.free_entropy, dict(alpha=0.5, q=0.5, q_hat=1.0, rho=0.5, T=2),
      {"alpha": "nonneg_or_array", "q": "nonneg_or_array", "q_hat": "nonneg_or_array", "rho": "pos", "T": "int2", "channel": "choice",
       "noise": "nonneg", "beta": "pos"}),
-    ("state_evolution", aim.state_evolution, dict(alpha=0.05, rho=0.5, T=2),
+    ("state_evolution", aim.solve_state_evolution, dict(alpha=0.05, rho=0.5, T=2),
      {"alpha": "nonneg_or_array", "rho": "pos", "T": "int2", "channel": "choice", "beta": "pos", "noise": "nonneg",
       "score": "choice"}),
     ("perfect_recovery_threshold", aim.perfect_recovery_threshold, dict(rho=0.5, T=2),
@@ -370,7 +369,7 @@ def _gamp_at_beta(beta):
 
 
 def _se(alpha, **kw):
-    r = aim.state_evolution(alpha, kw.pop("rho", 0.5), **kw)
+    r = aim.solve_state_evolution(alpha, kw.pop("rho", 0.5), **kw)
     assert r.converged, r.status
     return r.mmse
 
@@ -378,10 +377,10 @@ def _se(alpha, **kw):
 EXTREMES = [
     ("rie_denoise at delta = 1e6, d = 40", _rie_error_at_huge_noise, (0.5, 2.0)),
     ("gamp_rie on softmax log-outputs at beta = 300", lambda: _gamp_at_beta(300.0), (0.0, 1.5)),
-    ("state_evolution, noise 1e-12, alpha = 1", lambda: _se(1.0, noise=1e-12), (0.0, 1e-10)),
-    ("state_evolution, noise 1e-13, alpha = 0.2", lambda: _se(0.2, noise=1e-13), (0.0, 1.5)),
-    ("state_evolution, noise 1e-9, alpha = 1e3", lambda: _se(1e3, noise=1e-9), (0.0, 1e-8)),
-    ("state_evolution, hardmax, rho = 1e-4, alpha = 55",
+    ("solve_state_evolution, noise 1e-12, alpha = 1", lambda: _se(1.0, noise=1e-12), (0.0, 1e-10)),
+    ("solve_state_evolution, noise 1e-13, alpha = 0.2", lambda: _se(0.2, noise=1e-13), (0.0, 1.5)),
+    ("solve_state_evolution, noise 1e-9, alpha = 1e3", lambda: _se(1e3, noise=1e-9), (0.0, 1e-8)),
+    ("solve_state_evolution, hardmax, rho = 1e-4, alpha = 55",
      lambda: _se(55.0, rho=1e-4, T=2, channel="hardmax"), (0.0, 1e-10)),
     ("mmse_denoising(1e300)", lambda: aim.mmse_denoising(1e300, 0.5), (1 - 1e-12, 1.0)),
     ("support_edges(1e300)", lambda: aim.support_edges(1e300, 0.5)[-1][1], (0.0, math.inf)),

@@ -1,6 +1,5 @@
 """Tests of aim_tutorial.state_evolution: reference values, limits, identities, the hardmax quadrature."""
 
-import importlib
 import math
 
 import jax
@@ -11,7 +10,7 @@ import aim_tutorial as aim
 from aim_tutorial import channels as ch
 
 # by module path: the package re-exports a *function* called state_evolution
-se = importlib.import_module("aim_tutorial.state_evolution")
+from aim_tutorial import state_evolution as se
 
 # theory values are deterministic: 1e-3 (spec section 6)
 TOL = 1e-3
@@ -20,7 +19,7 @@ TOL = 1e-3
 def test_softmax_reference_values():
     alpha = np.array([0.01, 0.02, 0.05, 0.10, 0.15, 0.1875])
     ref = np.array([0.9567, 0.907, 0.724, 0.392, 0.128, 0.0])
-    r = aim.state_evolution(alpha, 0.5)
+    r = aim.solve_state_evolution(alpha, 0.5)
     np.testing.assert_allclose(r.mmse, ref, atol=TOL)
     assert r.converged.all()
     np.testing.assert_allclose(r.q, 1.5 - r.mmse)
@@ -30,14 +29,14 @@ def test_softmax_reference_values():
 def test_softmax_collapse_over_T(T):
     base = np.array([0.01, 0.05, 0.10, 0.15])
     K = T * T + T - 2
-    r = aim.state_evolution(base * 4 / K, 0.5, T=T)
+    r = aim.solve_state_evolution(base * 4 / K, 0.5, T=T)
     np.testing.assert_allclose(r.mmse, [0.9567, 0.724, 0.392, 0.128], atol=TOL)
 
 
 def test_softmax_does_not_depend_on_beta():
     alpha = np.linspace(0.01, 0.2, 9)
-    a = aim.state_evolution(alpha, 0.3, beta=0.2).mmse
-    b = aim.state_evolution(alpha, 0.3, beta=20.0).mmse
+    a = aim.solve_state_evolution(alpha, 0.3, beta=0.2).mmse
+    b = aim.solve_state_evolution(alpha, 0.3, beta=20.0).mmse
     np.testing.assert_array_equal(a, b)
 
 
@@ -53,7 +52,7 @@ def test_published_softmax_curves_away_from_alpha_pr():
     }
     for rho, pts in pub.items():
         a, m = np.array(pts).T
-        r = aim.state_evolution(a, rho)
+        r = aim.solve_state_evolution(a, rho)
         np.testing.assert_allclose(r.mmse, m, atol=TOL)
         assert np.all(r.mmse <= m + 1e-5)  # their stopping rule biases upwards
 
@@ -64,7 +63,7 @@ def test_alpha_perfect_recovery():
     assert aim.alpha_perfect_recovery(2.0, 3) == 0.1
     for rho, T in [(0.2, 2), (0.5, 3), (1.0, 2), (3.0, 2)]:
         a_pr = aim.alpha_perfect_recovery(rho, T)
-        r = aim.state_evolution(np.array([0.9 * a_pr, 0.999 * a_pr, a_pr, 1.01 * a_pr]), rho, T=T)
+        r = aim.solve_state_evolution(np.array([0.9 * a_pr, 0.999 * a_pr, a_pr, 1.01 * a_pr]), rho, T=T)
         assert r.mmse[0] > 0.005 and 0 < r.mmse[1] < r.mmse[0] / 50  # linear vanishing at alpha_PR
         assert r.mmse[2] == 0 and r.mmse[3] == 0
         assert r.converged.all()
@@ -73,7 +72,7 @@ def test_alpha_perfect_recovery():
 def test_linear_channel_perfect_recovery():
     rho, T = 0.5, 3
     a_pr = (2 * rho - rho**2) / (T * T + T)
-    r = aim.state_evolution(np.array([0.9 * a_pr, a_pr * 1.001]), rho, T=T, channel="linear")
+    r = aim.solve_state_evolution(np.array([0.9 * a_pr, a_pr * 1.001]), rho, T=T, channel="linear")
     assert r.mmse[0] > 0.01 and r.mmse[1] == 0
 
 
@@ -97,7 +96,7 @@ def test_rho_infinity_limit():
     # mmse_rho(Delta) -> Delta/(1 + Delta): the fixed point is m = 1 - (T^2+T-2) alpha
     rho = 300.0
     alpha = np.array([0.05, 0.1, 0.2])
-    r = aim.state_evolution(alpha, rho)
+    r = aim.solve_state_evolution(alpha, rho)
     np.testing.assert_allclose(r.mmse, 1 - 4 * alpha, atol=5e-3)  # corrections O(1/sqrt(rho))
 
 
@@ -105,17 +104,17 @@ def test_noise_closed_form_and_monotone():
     rho, alpha = 0.5, 0.12
     out = []
     for noise in (0.0, 0.1, 0.5):
-        r = aim.state_evolution(alpha, rho, noise=noise)
+        r = aim.solve_state_evolution(alpha, rho, noise=noise)
         # the fixed point solves m = mmse((m + noise/2) / (4 alpha))
         assert abs(r.mmse - aim.mmse_denoising((r.mmse + noise / 2) / (4 * alpha), rho)) < 1e-7
         out.append(r.mmse)
     assert out[0] < out[1] < out[2]
     # with noise there is no perfect recovery
-    assert aim.state_evolution(0.5, rho, noise=0.1).mmse > 0
+    assert aim.solve_state_evolution(0.5, rho, noise=0.1).mmse > 0
 
 
 def test_alpha_zero_and_small_alpha():
-    r = aim.state_evolution(np.array([0.0, 1e-4]), 0.5)
+    r = aim.solve_state_evolution(np.array([0.0, 1e-4]), 0.5)
     assert r.mmse[0] == 1.0
     # first order: q_hat ~ 4 alpha, mmse ~ 1 - rho q_hat... (Q0 - mmse(1/q_hat) = rho + q_hat (1 + ...))
     assert 1 - r.mmse[1] == pytest.approx(4e-4 * 1.0, rel=0.02)
@@ -130,13 +129,13 @@ def test_q_hat_of_softmax():
 
 
 def test_hardmax_exact_reference_values():
-    r = aim.state_evolution(np.array([0.3, 1.0, 3.0]), 0.5, channel="hardmax")
+    r = aim.solve_state_evolution(np.array([0.3, 1.0, 3.0]), 0.5, channel="hardmax")
     np.testing.assert_allclose(r.mmse, [0.374, 0.0789, 0.0110], atol=TOL)
     assert r.converged.all()
 
 
 def test_hardmax_published_reference_values():
-    r = aim.state_evolution(np.array([0.2809, 0.6779, 1.636]), 0.5, channel="hardmax", score="published")
+    r = aim.solve_state_evolution(np.array([0.2809, 0.6779, 1.636]), 0.5, channel="hardmax", score="published")
     # the published points carry Monte Carlo noise of about 1e-3 (see the data README): 2e-3
     np.testing.assert_allclose(r.mmse, [0.6455, 0.4070, 0.2198], atol=2e-3)
 
@@ -156,22 +155,22 @@ def test_hardmax_rho_to_zero_onsets():
     assert 3 / (2 * G0_pub) == pytest.approx(0.5634, abs=2e-4)
     # and the solver sees it at small rho: no learning just below, learning above
     rho = 1e-4
-    r = aim.state_evolution(rho * np.array([0.38, 0.55]), rho, channel="hardmax")
+    r = aim.solve_state_evolution(rho * np.array([0.38, 0.55]), rho, channel="hardmax")
     assert 1 - r.mmse[0] < 2e-3 and 1 - r.mmse[1] > 0.05
-    r = aim.state_evolution(rho * np.array([0.55, 0.8]), rho, channel="hardmax", score="published")
+    r = aim.solve_state_evolution(rho * np.array([0.55, 0.8]), rho, channel="hardmax", score="published")
     assert 1 - r.mmse[0] < 3e-3 and 1 - r.mmse[1] > 0.05
 
 
 def test_hardmax_narrow_bands_small_rho():
     # a fixed 60 x 60 Gauss-Hermite rule gives 0.0092 here (spec section 3); the true value ~0.0048
-    r = aim.state_evolution(1.0, 0.1, channel="hardmax")
+    r = aim.solve_state_evolution(1.0, 0.1, channel="hardmax")
     assert r.mmse == pytest.approx(0.0048, abs=3e-4)
 
 
 def test_hardmax_table_joins_and_large_alpha_rate():
     checks = aim.channels.hardmax._hardmax_table().checks
     np.testing.assert_allclose(checks["at_t1_small"], checks["at_t1_large"], rtol=1e-8)
-    r = aim.state_evolution(np.array([20.0, 40.0]), 0.5, channel="hardmax")
+    r = aim.solve_state_evolution(np.array([20.0, 40.0]), 0.5, channel="hardmax")
     slope = math.log(r.mmse[1] / r.mmse[0]) / math.log(2)
     assert slope == pytest.approx(-2, abs=0.1)
 
@@ -180,7 +179,7 @@ def test_hardmax_table_joins_and_large_alpha_rate():
 @pytest.mark.parametrize("alpha", [1.0, 3.0])
 def test_hardmax_q_hat_against_brute_force_monte_carlo(key, alpha):
     rho = 0.5
-    r = aim.state_evolution(alpha, rho, channel="hardmax")
+    r = aim.solve_state_evolution(alpha, rho, channel="hardmax")
     V = r.mmse
     n = 200_000
     k1, k2 = jax.random.split(jax.random.fold_in(key, int(alpha)))
@@ -196,7 +195,7 @@ def test_hardmax_q_hat_against_brute_force_monte_carlo(key, alpha):
 def test_free_entropy_stationary_at_fixed_point():
     eps = 1e-5
     for channel, alpha, rho in [("softmax", 0.1, 0.5), ("hardmax", 0.7, 0.5), ("linear", 0.05, 1.0)]:
-        r = aim.state_evolution(alpha, rho, channel=channel)
+        r = aim.solve_state_evolution(alpha, rho, channel=channel)
 
         def phi(q, qh):
             return aim.free_entropy(alpha, q, qh, rho, channel=channel)
@@ -209,7 +208,7 @@ def test_free_entropy_stationary_at_fixed_point():
 
 def test_published_hardmax_is_not_a_free_entropy_stationary_point():
     alpha, rho = 0.7, 0.5
-    r = aim.state_evolution(alpha, rho, channel="hardmax", score="published")
+    r = aim.solve_state_evolution(alpha, rho, channel="hardmax", score="published")
     eps = 1e-5
     d_q = (aim.free_entropy(alpha, r.q + eps, r.q_hat, rho, channel="hardmax")
            - aim.free_entropy(alpha, r.q - eps, r.q_hat, rho, channel="hardmax")) / (2 * eps)
@@ -263,7 +262,7 @@ def _identity(h):
 def test_generic_channel_matches_linear_with_noise(key):
     alpha = np.array([0.05, 0.15, 0.3])
     r = aim.generic_state_evolution(key, alpha, 0.5, _identity, label_noise=0.3, n_omega=512, n_zeta=512, n_m=12)
-    ref = aim.state_evolution(alpha, 0.5, channel="linear", noise=0.3)
+    ref = aim.solve_state_evolution(alpha, 0.5, channel="linear", noise=0.3)
     assert np.all(np.abs(r.mmse - ref.mmse) < 4 * r.mmse_std + 2e-3)
     assert np.all(r.mmse_std < 0.03)
 
@@ -276,13 +275,13 @@ def test_generic_channel_object_runs_the_state_evolution_of_the_linear_channel()
     spread measured here) plus the importance-sampling bias its docstring states (q_hat low by
     3 % at 2048 prior draws: the error high by at most about 3 %) of the exact one."""
     alpha = np.array([0.05, 0.2])
-    ref = aim.state_evolution(alpha, 0.5, channel="linear", noise=0.3).mmse
-    runs = np.array([aim.state_evolution(alpha, 0.5, channel=aim.generic_channel(
+    ref = aim.solve_state_evolution(alpha, 0.5, channel="linear", noise=0.3).mmse
+    runs = np.array([aim.solve_state_evolution(alpha, 0.5, channel=aim.generic_channel(
         _identity, 0.3, n_samples=2048, n_omega=512, seed=s)).mmse for s in range(4)])
     mean, sem = runs.mean(axis=0), runs.std(axis=0, ddof=1) / 2
     assert np.all(np.abs(mean - ref) < 4 * sem + 0.03 * ref), (mean, ref, sem)
     with pytest.raises(ValueError, match="T must be 2 for this generic channel"):
-        aim.state_evolution(0.1, 0.5, T=3, channel=aim.generic_channel(_identity, 0.3))
+        aim.solve_state_evolution(0.1, 0.5, T=3, channel=aim.generic_channel(_identity, 0.3))
     with pytest.raises(ValueError, match="label_noise must be"):
         aim.generic_channel(_identity, 0.0)
     with pytest.raises(TypeError, match="g must be callable"):
@@ -301,7 +300,7 @@ def test_invalid_arguments(kwargs):
     args = dict(alpha=0.1, rho=0.5)
     args.update(kwargs)
     with pytest.raises(ValueError):
-        aim.state_evolution(**args)
+        aim.solve_state_evolution(**args)
 
 
 def test_invalid_alpha_perfect_recovery():
@@ -358,7 +357,7 @@ def test_se_phi_is_the_free_entropy_at_the_fixed_point():
     cases = [("softmax", 2, 0.1, 0.5, 0.0), ("softmax", 3, 0.05, 1.5, 0.3), ("linear", 2, 0.08, 0.5, 0.2),
              ("hardmax", 2, 0.7, 0.5, 0.0), ("hardmax", 2, 0.3, 0.5, 0.4), ("relu", 2, 0.1, 0.5, 0.0)]
     for channel, T, alpha, rho, noise in cases:
-        r = aim.state_evolution(alpha, rho, T, channel, noise=noise)
+        r = aim.solve_state_evolution(alpha, rho, T, channel, noise=noise)
         ref = aim.free_entropy(alpha, r.q, r.q_hat, rho, T, channel, noise=noise)
         assert r.phi == pytest.approx(ref, rel=1e-12, abs=1e-12), (channel, r.phi, ref)
 
@@ -370,8 +369,8 @@ def test_dphi_dalpha_is_expected_log_partition():
     cases = [("softmax", 2, 0.1, 0.5, 0.0), ("linear", 3, 0.05, 0.5, 0.3), ("hardmax", 2, 0.6, 0.5, 0.0)]
     for channel, T, alpha, rho, noise in cases:
         h = 1e-4 * alpha
-        ph = aim.state_evolution(np.array([alpha - h, alpha + h]), rho, T, channel, noise=noise).phi
-        q = aim.state_evolution(alpha, rho, T, channel, noise=noise).q
+        ph = aim.solve_state_evolution(np.array([alpha - h, alpha + h]), rho, T, channel, noise=noise).phi
+        q = aim.solve_state_evolution(alpha, rho, T, channel, noise=noise).q
         elogz = (aim.free_entropy(1.0, q, 0.0, rho, T, channel, noise=noise)
                  - aim.free_entropy(0.0, q, 0.0, rho, T, channel, noise=noise))
         # interpolated tables: the stationarity holds to ~1e-5 relative (test above)
@@ -410,7 +409,7 @@ def test_root_choice_between_two_fixed_points():
     rho = 0.5
     Q0 = 1 + rho
     alphas = np.geomspace(0.003, 3.0, 60)
-    r = aim.state_evolution(alphas, rho, channel=BISTABLE)
+    r = aim.solve_state_evolution(alphas, rho, channel=BISTABLE)
     assert np.all(r.converged)
     # Delta(m), the inverse of mmse_rho, interpolated in log-log (relative error ~ 4e-5)
     deltas = np.geomspace(1e-6, 1e3, 1201)
@@ -461,7 +460,7 @@ def _softmax_noisy_root(alpha, rho, T, noise):
 def test_softmax_error_below_the_scan_floor_is_the_small_error_asymptote(alpha, noise):
     """These gave mmse = nan, converged = False, n_fixed_points = 0 (the true error, below the scan's
     floor 1.9e-12, is the closed form of the small-Delta asymptote)."""
-    r = aim.state_evolution(alpha, 0.5, noise=noise)
+    r = aim.solve_state_evolution(alpha, 0.5, noise=noise)
     assert r.converged and r.status == "converged" and r.n_fixed_points == 1
     assert r.mmse == pytest.approx(_softmax_noisy_root(alpha, 0.5, 2, noise), rel=1e-9)
     assert r.q == 1.5 - r.mmse and math.isfinite(r.q_hat) and math.isfinite(r.phi)
@@ -472,7 +471,7 @@ def test_hardmax_error_below_the_scan_floor():
     (Delta = m / c below the table, c = 2 rho - rho^2), with H from the channel at V' = m itself."""
     rho = 1e-4
     alpha = np.array([20.0, 55.0, 100.0, 1e3, 1e6])
-    r = aim.state_evolution(alpha, rho, channel="hardmax")
+    r = aim.solve_state_evolution(alpha, rho, channel="hardmax")
     assert np.all(r.converged) and np.all(r.status == "converged") and np.all(r.n_fixed_points == 1)
     assert np.all(np.diff(r.mmse) < 0) and 0 < r.mmse[-1] and r.mmse[1] < 1.9e-12
     c = 2 * rho - rho * rho
@@ -485,7 +484,7 @@ def test_hardmax_error_below_the_scan_floor():
 
 
 def test_tiny_alpha_error_rounds_to_one():
-    r = aim.state_evolution(np.array([5e-324, 1e-300, 1e-17, 1e-8]), 0.5)
+    r = aim.solve_state_evolution(np.array([5e-324, 1e-300, 1e-17, 1e-8]), 0.5)
     assert np.all(r.converged) and np.all(np.isfinite(r.mmse))
     assert r.mmse[0] == r.mmse[1] == 1.0 and r.status[0] == "error within 1e-16 of 1, rounded to 1"
     assert r.mmse[3] == pytest.approx(1 - 4e-8, rel=1e-9)  # mmse = 1 - q_hat + ..., q_hat = 4 alpha
@@ -493,11 +492,11 @@ def test_tiny_alpha_error_rounds_to_one():
 
 
 def test_noise_below_every_float_and_huge_noise():
-    r = aim.state_evolution(np.array([0.1, 1.0]), 0.5, noise=1e-320)
-    assert r.mmse[0] == pytest.approx(aim.state_evolution(0.1, 0.5).mmse, rel=1e-12)
+    r = aim.solve_state_evolution(np.array([0.1, 1.0]), 0.5, noise=1e-320)
+    assert r.mmse[0] == pytest.approx(aim.solve_state_evolution(0.1, 0.5).mmse, rel=1e-12)
     assert r.mmse[1] == 0.0 and r.converged[1] and r.status[1] == "error below 1e-320, rounded to 0"
     for noise in (1e6, 1e300):
-        r = aim.state_evolution(np.array([1e-3, 1.0, 1e3]), 0.5, noise=noise)
+        r = aim.solve_state_evolution(np.array([1e-3, 1.0, 1e3]), 0.5, noise=noise)
         assert np.all(r.converged) and np.all((0 < r.mmse) & (r.mmse <= 1)), noise
 
 
@@ -505,25 +504,25 @@ def test_large_rho_rounding_of_the_overlap():
     """With Q0 = 1 + rho large, V' = Q0 - q computed from q loses the error m: at rho = 1e4 the
     scan found spurious roots (mmse 2.3e-12 for 0.2); at rho = 300 near alpha_PR it reported
     1.9e-12 unconverged (72 spurious roots) and missed the perfect recovery."""
-    r = aim.state_evolution(np.array([0.05, 0.1, 0.2, 0.3]), 1e4)
+    r = aim.solve_state_evolution(np.array([0.05, 0.1, 0.2, 0.3]), 1e4)
     np.testing.assert_allclose(r.mmse[:3], [0.8, 0.6, 0.2], atol=2e-3)  # rho -> inf: 1 - 4 alpha
     assert r.mmse[3] == 0 and np.all(r.converged) and np.all(r.n_fixed_points == 1)
     a_pr = aim.alpha_perfect_recovery(300.0, 2)
-    r = aim.state_evolution(np.array([0.999, 1.0, 1.001]) * a_pr, 300.0)
+    r = aim.solve_state_evolution(np.array([0.999, 1.0, 1.001]) * a_pr, 300.0)
     assert r.mmse[0] == pytest.approx(1e-3, rel=0.01) and r.mmse[1] == r.mmse[2] == 0
     assert np.all(r.converged) and np.all(r.n_fixed_points == 1)
     assert aim.perfect_recovery_threshold(1e4, 2) == 0.25
 
 
 def test_status_field_is_last_and_positional_code_keeps_working():
-    r = aim.state_evolution(np.array([0.0, 0.1, 0.2]), 0.5)
+    r = aim.solve_state_evolution(np.array([0.0, 0.1, 0.2]), 0.5)
     alpha, mmse, q, q_hat, conv, its, nfp, phi = r[:8]
     assert r._fields[-1] == "status" and len(r) == 9
     assert list(r.status) == ["alpha = 0", "converged", "perfect recovery"]
     assert all(s in se.SE_STATUS for s in r.status)
-    s = aim.state_evolution(0.1, 0.5)
+    s = aim.solve_state_evolution(0.1, 0.5)
     assert isinstance(s.status, str) and s.status == "converged" and isinstance(s.mmse, float)
-    assert aim.state_evolution(np.array([]), 0.5).mmse.shape == (0,)
+    assert aim.solve_state_evolution(np.array([]), 0.5).mmse.shape == (0,)
 
 
 def test_q_hat_of_range_of_q():
@@ -611,7 +610,7 @@ def test_invalid_arguments_name_the_argument(kwargs, match):
     args = dict(alpha=0.1, rho=0.5)
     args.update(kwargs)
     with pytest.raises((ValueError, TypeError), match=match):
-        aim.state_evolution(**args)
+        aim.solve_state_evolution(**args)
     extra = {k: v for k, v in args.items() if k not in ("alpha", "score")}
     if "score" not in kwargs and "axes" not in match:  # the same checks in the functions taking these
         with pytest.raises((ValueError, TypeError), match=match if "alpha" not in kwargs else "alpha"):
@@ -684,7 +683,7 @@ def test_property_valid_settings_give_a_finite_monotone_error(s, log_alpha):
     name, T, rho, noise = s
     alpha = np.sort(10.0 ** np.array(log_alpha))
     alpha = np.concatenate([[0.0], alpha])
-    r = aim.state_evolution(alpha, rho, T=T, channel=name, noise=noise)
+    r = aim.solve_state_evolution(alpha, rho, T=T, channel=name, noise=noise)
     assert np.all(np.isfinite(r.mmse)) and np.all((0 <= r.mmse) & (r.mmse <= 1 + rho)), r
     assert np.all(r.converged), r.status
     assert np.all(np.isin(r.status, se.SE_STATUS))
@@ -711,7 +710,7 @@ def test_property_invalid_arguments_raise_naming_the_argument(data):
     args = dict(alpha=0.1, rho=0.5, T=2, channel="softmax", noise=0.0, beta=1.0)
     args[name] = value
     with pytest.raises((ValueError, TypeError), match=name):
-        aim.state_evolution(**args)
+        aim.solve_state_evolution(**args)
 
 
 def test_small_rho_table_reaches_the_saturation_of_mmse():
@@ -725,6 +724,6 @@ def test_small_rho_table_reaches_the_saturation_of_mmse():
     alpha = np.array([1e-3, 0.1, 1.0, 3.0, 10.0, 1e6])
     for name in ("softmax", "hardmax"):
         for noise in (0.0, 1e6):
-            r = aim.state_evolution(alpha, rho, channel=name, noise=noise)
+            r = aim.solve_state_evolution(alpha, rho, channel=name, noise=noise)
             assert np.all(r.converged) and np.all(r.n_fixed_points == 1), (name, noise, r)
             assert np.all(np.diff(r.mmse) <= 0) and np.all((0 <= r.mmse) & (r.mmse <= 1)), (name, noise, r.mmse)

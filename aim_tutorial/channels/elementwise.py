@@ -776,8 +776,8 @@ def elementwise_channel(f: Callable, label_noise: float = 0.0, name: Optional[st
     Example:
         >>> import jax.numpy as jnp, aim_tutorial as aim
         >>> ch = aim.elementwise_channel(jnp.arcsinh)       # invertible: the linear channel
-        >>> a = aim.state_evolution(0.1, 0.5, channel=ch).mmse
-        >>> b = aim.state_evolution(0.1, 0.5, channel="linear").mmse
+        >>> a = aim.solve_state_evolution(0.1, 0.5, channel=ch).mmse
+        >>> b = aim.solve_state_evolution(0.1, 0.5, channel="linear").mmse
         >>> abs(a - b) < 1e-12
         True
 

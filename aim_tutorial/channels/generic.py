@@ -178,7 +178,7 @@ def generic_channel(g: Callable, label_noise: float, name: str = "generic", *, T
     Example:
         >>> import aim_tutorial as aim
         >>> ch = aim.generic_channel(aim.hardmax, label_noise=0.05, n_samples=512, n_omega=256)
-        >>> float(aim.state_evolution(0.3, 0.5, channel=ch).mmse) > 0
+        >>> float(aim.solve_state_evolution(0.3, 0.5, channel=ch).mmse) > 0
         True
 
     Chapter 4, section (sec-bo-one-curve).

@@ -213,14 +213,14 @@ def test_drawn_curve_is_the_state_evolution(open_page, st):
     pts = sorted((d["alpha"], d["m"]) for d in _curve(page, view) if d.get("t") != 2)
     alpha, drawn = np.array(pts).T
     assert alpha.size >= 60, f"only {alpha.size} points drawn"
-    live = aim.state_evolution(alpha, st["rho"], T=st["T"], channel=st["channel"],
+    live = aim.solve_state_evolution(alpha, st["rho"], T=st["T"], channel=st["channel"],
                                noise=st["noise"], beta=2.0).mmse
     gap = float(np.max(np.abs(drawn - live)))
     assert gap < TOL_DRAWN, (st, gap)
     # the cursor and its read-out
     (cur,) = [m["datum"] for m in page.marks(view, "cursor")]
     assert abs(cur["alpha_at"] - st["alpha"]) < 1e-12
-    at = float(aim.state_evolution(st["alpha"], st["rho"], T=st["T"], channel=st["channel"],
+    at = float(aim.solve_state_evolution(st["alpha"], st["rho"], T=st["T"], channel=st["channel"],
                                    noise=st["noise"], beta=2.0).mmse)
     assert abs(cur["m_at"] - at) < TOL_INTERP, (st, cur["m_at"], at)
     (text,) = [m["text"] for m in page.marks(view, "readout")]
@@ -243,7 +243,7 @@ def test_published_hardmax_curve_is_overlaid(open_page):
     exact = dict((d["alpha"], d["m"]) for d in pts if d["t"] == 1)
     assert pub and exact
     a, m = np.array([p for p in pub if p[0] >= 0.02]).T
-    live = aim.state_evolution(a, 0.5, channel="hardmax", score="published").mmse
+    live = aim.solve_state_evolution(a, 0.5, channel="hardmax", score="published").mmse
     assert float(np.max(np.abs(m - live))) < TOL_DRAWN
     assert all(exact[x] <= y + 1e-9 for x, y in pub)        # the exact error is lower
     page.set(view, "noise", 0.05)                           # the published curve is noiseless only
@@ -270,7 +270,7 @@ def test_every_control_of_the_phase_explorer_moves_the_drawing(open_page):
                             ("cursor_alpha", alpha)):
             page.set(view, name, value)
         (cur,) = [m["datum"] for m in page.marks(view, "cursor")]
-        live = float(aim.state_evolution(alpha, rho, T=T, noise=noise, channel=channel).mmse)
+        live = float(aim.solve_state_evolution(alpha, rho, T=T, noise=noise, channel=channel).mmse)
         assert abs(cur["m_at"] - live) < TOL_INTERP, (rho, alpha, T, cur["m_at"], live)
         (text,) = [m["text"] for m in page.marks(view, "readout")]
         assert f"error = {cur['m_at']:.4f}" in text
@@ -286,7 +286,7 @@ def test_hardmax_explorer_of_chapter_4(open_page):
         pts = _curve(page, view)
         for t, score in ((1, "exact"), (2, "published")):
             a, m = np.array(sorted((d["x"], d["m"]) for d in pts if d["t"] == t and d["x"] >= 0.02)).T
-            live = aim.state_evolution(a, rho, channel="hardmax", score=score).mmse
+            live = aim.solve_state_evolution(a, rho, channel="hardmax", score=score).mmse
             assert float(np.max(np.abs(m - live))) < TOL_DRAWN, (rho, score)
             drawn[rho, score] = m
     assert not np.allclose(drawn[0.5, "exact"], drawn[2.0, "exact"])
@@ -324,7 +324,7 @@ def test_explorer_of_a_user_channel(open_page):
         page.set(view, "noise", noise)
         a, drawn = np.array(sorted((d["alpha"], d["m"]) for d in _curve(page, view))).T
         assert a.size == 60
-        live = aim.state_evolution(a[::6], 0.5, T=2, channel=ch, noise=noise).mmse
+        live = aim.solve_state_evolution(a[::6], 0.5, T=2, channel=ch, noise=noise).mmse
         assert float(np.max(np.abs(drawn[::6] - live))) < TOL_DRAWN, noise
         drawn_at[noise] = drawn
     assert np.all(drawn_at[0.2] > drawn_at[0.0])
