@@ -6,6 +6,9 @@ chapter its docstring names. Importing the package enables float64 in JAX.
 
 from . import config  # noqa: F401  (first: enables float64)
 from .model import (  # noqa: F401
+    Instance,
+    make_instance,
+    n_samples,
     apply_channel,
     attention_indices,
     deep_as_aim,

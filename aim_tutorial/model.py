@@ -11,7 +11,7 @@ introduced.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence, Union
+from typing import Callable, NamedTuple, Sequence, Union
 
 import jax
 import jax.numpy as jnp
@@ -31,6 +31,9 @@ __all__ = [
     "deep_as_aim",
     "deep_attention_literal",
     "sample_data",
+    "n_samples",
+    "Instance",
+    "make_instance",
 ]
 
 # a registered name, an aim_tutorial.channels.Channel, or a callable (the generic channel)
@@ -141,18 +144,20 @@ def attention_indices(X: jax.Array, S: jax.Array) -> jax.Array:
     return _indices(jnp.asarray(X), jnp.asarray(S))
 
 
-def symmetric_noise(key: jax.Array, shape: Sequence[int], delta: float) -> jax.Array:
-    """Symmetric Gaussian noise, variance ``delta`` on the diagonal and ``delta/2`` off it.
+def symmetric_noise(key: jax.Array, shape: Sequence[int], noise: float) -> jax.Array:
+    """Symmetric Gaussian noise, variance ``noise`` on the diagonal and ``noise/2`` off it.
 
     ``shape`` is ``(..., T, T)``. This is the noise convention of the noisy
-    channel (chapter 1, section "The model"): ``Z = sqrt(delta) (G + G^T)/2`` with G iid N(0, 1).
+    channel (chapter 1, section "The model"): ``Z = sqrt(noise) (G + G^T)/2`` with G iid
+    N(0, 1); ``noise`` is the channel's ``Delta``, called ``noise`` throughout the package
+    (``delta`` is reserved for the matrix-denoising noise of :mod:`aim_tutorial.rmt`).
     """
     _checks.prng_key("key", key)
-    delta = _checks.nonnegative("delta", delta)
+    noise = _checks.nonnegative("noise", noise)
     shape = _shape_of_matrices("shape", shape)
     _checks.check_memory(f"symmetric_noise(shape={shape})", int(np.prod(shape)), _itemsize())
     G = jax.random.normal(key, shape)
-    return jnp.sqrt(delta) * (G + jnp.swapaxes(G, -1, -2)) / 2
+    return jnp.sqrt(noise) * (G + jnp.swapaxes(G, -1, -2)) / 2
 
 
 def softmax(h: jax.Array, beta: float) -> jax.Array:
@@ -289,7 +294,8 @@ def sample_data(
             :class:`~aim_tutorial.channels.Channel` (its own label noise included), ``"deep"``
             (L layers with skip strength ``c``), or a callable ``g`` mapping a ``(T, T)``
             matrix to a ``(T, T)`` matrix (the generic channel).
-        beta: inverse temperature, ``beta >= 0``.
+        beta: inverse temperature, ``beta > 0`` (as everywhere in the package: the
+            theory and GAMP-RIE need it; ``beta -> 0`` is the uniform output).
         noise: variance ``Delta >= 0`` of the Gaussian noise added to ``h``
             before ``g`` (``Delta`` on the diagonal, ``Delta/2`` off it).
         c: skip strength of deep attention (``channel="deep"`` only).
@@ -314,7 +320,7 @@ def sample_data(
     _checks.prng_key("key", key)
     n = _checks.integer_at_least("n", n, 1)
     T = _checks.integer_at_least("T", T, 1)
-    beta = _checks.nonnegative("beta", beta)
+    beta = _checks.positive("beta", beta)
     noise = _checks.nonnegative("noise", noise)
     c = _checks.finite("c", c)
     label_noise = _checks.nonnegative("label_noise", label_noise)
@@ -365,3 +371,83 @@ def sample_data(
     if label_noise > 0:
         y = y + jnp.sqrt(label_noise) * jax.random.normal(k_label, y.shape)
     return X, y
+
+
+# ---------------------------------------------------------------------------
+# one instance of the learning problem: the sizes, the teacher, the data, one key scheme
+
+
+def n_samples(alpha: float, d: int) -> int:
+    """Number of samples ``n = round(alpha d^2)`` (at least 1) at sample complexity ``alpha``.
+
+    Args:
+        alpha: sample complexity ``n / d^2``, finite and ``> 0``.
+        d: embedding dimension, ``d >= 1``.
+
+    Example:
+        >>> import aim_tutorial as aim
+        >>> aim.n_samples(0.1, 50)
+        250
+    """
+    alpha = _checks.positive("alpha", alpha)
+    d = _checks.integer_at_least("d", d, 1)
+    return max(1, int(round(alpha * d * d)))
+
+
+class Instance(NamedTuple):
+    """One instance of the learning problem, from :func:`make_instance`.
+
+    Attributes:
+        S: the teacher ``(d, d)``; for ``channel="deep"`` the list ``[S_1, ..., S_L]``.
+        X: tokens ``(n, T, d)``.
+        y: outputs ``(n, T, T)``.
+        n: number of samples, ``round(alpha d^2)``.
+        key: a key for the algorithm run on the instance (its initialisation),
+            independent of the keys of ``S`` and ``(X, y)``.
+    """
+
+    S: object
+    X: jax.Array
+    y: jax.Array
+    n: int
+    key: jax.Array
+
+
+def make_instance(key: jax.Array, d: int, rho, alpha: float, T: int = 2,
+                  channel: Channel = "softmax", *, beta: float = 1.0, noise: float = 0.0,
+                  c: float = 1.0, label_noise: float = 0.0, log_outputs: bool = False) -> Instance:
+    """Teacher, data and sizes of one instance, with the package's one key scheme.
+
+    ``key`` is split in three: the teacher (:func:`sample_teacher`, or one teacher a layer
+    for ``channel="deep"``), the data (:func:`sample_data`, ``n = round(alpha d^2)`` samples)
+    and the algorithm (``Instance.key``). Every experiment of the book, ``reproduce`` and
+    ``scripts/`` builds its instances this way, so an instance is named by its key alone.
+
+    Args:
+        key: a ``jax.random`` key.
+        d: embedding dimension, ``d >= 1``.
+        rho: width ratio ``r/d > 0``; for ``channel="deep"`` a list of ratios, one a layer.
+        alpha: sample complexity ``n / d^2 > 0``.
+        T: tokens a sequence, ``>= 1``.
+        channel, beta, noise, c, label_noise, log_outputs: as :func:`sample_data`.
+
+    Returns:
+        :class:`Instance` ``(S, X, y, n, key)``.
+
+    Example:
+        >>> import jax, aim_tutorial as aim
+        >>> inst = aim.make_instance(jax.random.key(0), 20, 0.5, 0.1, T=3)
+        >>> inst.S.shape, inst.X.shape, inst.y.shape, inst.n
+        ((20, 20), (40, 3, 20), (40, 3, 3), 40)
+    """
+    key = _checks.prng_key("key", key)
+    d = _checks.integer_at_least("d", d, 1)
+    n = n_samples(alpha, d)
+    k_teacher, k_data, k_algorithm = jax.random.split(key, 3)
+    if isinstance(channel, str) and channel == "deep":
+        rhos = _layers("rho", rho)
+        S = [sample_teacher(k, d, r) for k, r in zip(jax.random.split(k_teacher, len(rhos)), rhos)]
+    else:
+        S = sample_teacher(k_teacher, d, rho)
+    X, y = sample_data(k_data, S, n, T, channel, beta, noise, c, label_noise, log_outputs=log_outputs)
+    return Instance(S, X, y, n, k_algorithm)
