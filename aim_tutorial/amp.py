@@ -54,10 +54,18 @@ from .model import sample_teacher
 
 __all__ = [
     "GampRieHistory",
+    "GampRieOptions",
+    "GampRieProblem",
+    "GampRieRecord",
     "GampRieResult",
     "GampRieSEResult",
+    "GampRieState",
+    "GampRieStopPolicy",
     "gamp_rie",
+    "gamp_rie_start",
     "gamp_rie_state_evolution",
+    "gamp_rie_step",
+    "gamp_rie_stop",
     "prior_input",
     "iteration_memory",
 ]
@@ -310,6 +318,407 @@ def _validate_common(channel, beta, noise, score):
     return ch, beta, noise
 
 
+class GampRieOptions(NamedTuple):
+    """The iteration settings of :func:`gamp_rie` (its keyword arguments of the same names).
+
+    :meth:`validated` checks every field; :func:`gamp_rie` and :func:`gamp_rie_start` call it.
+
+    Attributes:
+        init: ``"prior"`` (a fresh sample of the prior, as in the paper; needs a ``key``) or
+            ``"mean"`` (``S_hat = sqrt(rho) I``, the posterior mean at ``alpha = 0``).
+        c_init: the initial predicted error ``c = V``, ``> 0``; ``None``: ``2 (1 + rho) - 2 rho = 2``
+            for ``init="prior"`` (the expected error of an independent prior sample), ``1`` for
+            ``init="mean"``.
+        damping: fraction of the old ``omega`` and ``V`` kept each iteration, in ``[0, 1)``; the
+            first iteration is never damped.
+        max_iter: maximal number of iterations, ``>= 1``.
+        tol: stopping threshold on the residual ``||S_hat_new - S_hat||_F^2 / d``, ``> 0``.
+        min_iter: iterations run before the ``tol`` and ``stall_patience`` rules apply, ``>= 1``.
+        patience: the run is declared divergent when the residual has grown this many iterations
+            in a row (and exceeds ``100 tol``), ``>= 2``.
+        q_hat_from: ``"square"`` (eq. (amp-gout): ``q_hat = 4 alpha mean ||Gamma||_F^2``, which
+            uses the Nishimori identity) or ``"derivative"`` (``-2 alpha E[2 sum g'_aa + sum
+            g'_ab]`` by forward-mode autodiff of the score: the textbook GAMP variance; for the
+            softmax it equals the state-evolution ``(T^2 + T - 2) alpha / V`` exactly).
+        max_ratio: the run is declared divergent (a collapse) when ``E[g^2] / (-E[g'])`` is not
+            below this, in ``(0, inf]``: the square estimator of ``q_hat`` then feeds on itself
+            (``V`` shrinks like ``V^2``) and would stop at a spurious "perfect recovery" with
+            ``c ~ 0`` (chapter 5, section "A failure mode: collapse").
+        stall_patience: stop (``converged=False``) when the residual has not reached a new minimum
+            for this many iterations, an integer ``>= 2`` or ``None`` (no such rule). The status
+            is ``"stationary: ..."`` when the median residual since the smallest one is at most
+            ``0.01 c + 100 tol`` (``c`` the predicted error: the iterates fluctuate around a fixed
+            point, a little above ``tol`` at finite ``d``), else ``"oscillating: ..."`` (the iterates
+            keep jumping: not a fixed point; more damping or ``adaptive_damping`` may help).
+        adaptive_damping: ``True``: start from ``damping`` (``0`` is the intended start) and set
+            ``damping <- (1 + damping) / 2``, up to ``MAX_ADAPTIVE_DAMPING = 0.5``, each time the
+            residual has grown two iterations in a row or the iterates oscillate with period 2
+            (``||S_t - S_{t-2}||^2 < ||S_t - S_{t-1}||^2 / 4``).
+        rie_outside: what the RIE does with an eigenvalue of ``R`` off the limiting support
+            (:func:`aim_tutorial.rmt.rie_eigenvalues`): ``"edge"`` (the nearest edge's cleaned
+            value) or ``"continuation"`` (the formula continued off the support, as in the paper's
+            code; it amplifies the edge fluctuations of ``R`` by ``2 Delta``).
+
+    Example:
+        >>> from aim_tutorial.amp import GampRieOptions
+        >>> GampRieOptions(init="mean").validated().c_init
+        1.0
+        >>> GampRieOptions(damping=1.0).validated()
+        Traceback (most recent call last):
+        ...
+        ValueError: damping must be in [0, 1), got 1.0
+    """
+
+    init: str = "prior"
+    c_init: Optional[float] = None
+    damping: float = 0.5
+    max_iter: int = 200
+    tol: float = 1e-5
+    min_iter: int = 3
+    patience: int = 10
+    q_hat_from: str = "square"
+    max_ratio: float = 10.0
+    stall_patience: Optional[int] = 25
+    adaptive_damping: bool = False
+    rie_outside: str = "edge"
+
+    def validated(self) -> GampRieOptions:
+        """These options with every field checked, as floats, ints and bools, and ``c_init`` resolved.
+
+        Raises:
+            ValueError: a field out of its range (the message names the field and the range);
+                :class:`aim_tutorial._checks.ArgumentTypeError` (a ``TypeError`` and a
+                ``ValueError``) for a field of the wrong kind.
+        """
+        damping = _checks.in_range("damping", self.damping, 0.0, 1.0, high_open=True)
+        max_iter = _checks.integer_at_least("max_iter", self.max_iter, 1)
+        adaptive_damping = _checks.boolean("adaptive_damping", self.adaptive_damping)
+        rie_outside = _checks.one_of("rie_outside", self.rie_outside, ("continuation", "edge"))
+        min_iter = _checks.integer_at_least("min_iter", self.min_iter, 1)
+        patience = _checks.integer_at_least("patience", self.patience, 2)
+        tol = _checks.positive("tol", self.tol)
+        max_ratio = _checks.positive("max_ratio", self.max_ratio, allow_inf=True)
+        stall_patience = self.stall_patience
+        if stall_patience is not None:
+            stall_patience = _checks.integer_at_least("stall_patience", stall_patience, 2)
+        init = _checks.one_of("init", self.init, ("prior", "mean"))
+        q_hat_from = _checks.one_of("q_hat_from", self.q_hat_from, ("square", "derivative"))
+        c_init = self.c_init
+        if c_init is None:
+            c_init = 2.0 if init == "prior" else 1.0
+        c_init = _checks.positive("c_init", c_init)
+        return GampRieOptions(init=init, c_init=c_init, damping=damping, max_iter=max_iter, tol=tol,
+                              min_iter=min_iter, patience=patience, q_hat_from=q_hat_from, max_ratio=max_ratio,
+                              stall_patience=stall_patience, adaptive_damping=adaptive_damping,
+                              rie_outside=rie_outside)
+
+
+class GampRieProblem(NamedTuple):
+    """What stays fixed during a run of GAMP-RIE (built by :func:`gamp_rie_start`).
+
+    Attributes:
+        X: tokens, float64, shape ``(n, T, d)``.
+        y: outputs (their logs with ``log_outputs=True``), float64, shape ``(n, T, T)``.
+        rho: width ratio of the prior.
+        alpha: ``n / d^2``.
+        half_step: the jitted output half of an iteration (``omega``, ``Gamma``, ``q_hat``, the
+            eigendecomposition of ``R``) for the channel settings.
+        S_ref: the teacher, or zeros when none is given (the error is then ``nan``).
+        has_truth: a teacher was given.
+        options: the validated :class:`GampRieOptions`.
+        rmt: the module that supplies ``rie_eigenvalues`` and ``mmse_denoising`` (:mod:`aim_tutorial.rmt`).
+    """
+
+    X: jax.Array
+    y: jax.Array
+    rho: float
+    alpha: float
+    half_step: object
+    S_ref: jax.Array
+    has_truth: bool
+    options: GampRieOptions
+    rmt: object
+
+
+class GampRieState(NamedTuple):
+    """The iterate of GAMP-RIE: what one iteration (:func:`gamp_rie_step`) hands to the next.
+
+    Attributes:
+        S_hat: the estimate, shape ``(d, d)``: always the last finite one.
+        c: its predicted error ``mmse_rho(Delta)`` (``c_init`` at the start).
+        Gamma: the output score of the last iteration, shape ``(n, T, T)`` (the Onsager term).
+        omega: the last (damped) ``omega``, shape ``(n, T, T)``.
+        V: the last (damped) variance.
+        damping: the damping of every iteration after the first (it grows with ``adaptive_damping``).
+        S_prev: the estimate before ``S_hat`` (``S_hat`` itself at the start, read from iteration 2 on).
+        residual: the residual of the last iteration (``inf`` at the start).
+        grow: how many iterations in a row the residual has grown.
+        best_residual: the smallest residual so far (``inf`` at the start).
+        best_it: the iteration of ``best_residual`` (0 at the start).
+        it: iterations done.
+    """
+
+    S_hat: jax.Array
+    c: float
+    Gamma: jax.Array
+    omega: jax.Array
+    V: float
+    damping: float
+    S_prev: jax.Array
+    residual: float = math.inf
+    grow: int = 0
+    best_residual: float = math.inf
+    best_it: int = 0
+    it: int = 0
+
+
+class GampRieRecord(NamedTuple):
+    """What one iteration reports: a row of :class:`GampRieHistory` (its first seven fields after
+    ``it``) and what :func:`gamp_rie_stop` needs besides.
+
+    Attributes:
+        it: the iteration, from 1.
+        error, mmse_pred, residual, q_hat, delta, nishimori_ratio, damping: as in
+            :class:`GampRieHistory` (``nan`` where the iteration did not get that far).
+        prior_input_finite: the eigenvalues of the prior input ``R`` are finite.
+        estimate_finite: the new estimate, its residual and its predicted error are finite.
+        denoised: the denoiser ran (``q_hat > 0`` and ``R`` finite); otherwise the iteration
+            leaves no row in the history.
+        grow, best_residual, best_it: as in :class:`GampRieState`, after the iteration.
+    """
+
+    it: int
+    error: float = math.nan
+    mmse_pred: float = math.nan
+    residual: float = math.nan
+    q_hat: float = math.nan
+    delta: float = math.nan
+    nishimori_ratio: float = math.nan
+    damping: float = 0.0
+    prior_input_finite: bool = True
+    estimate_finite: bool = True
+    denoised: bool = True
+    grow: int = 0
+    best_residual: float = math.inf
+    best_it: int = 0
+
+
+class GampRieStopPolicy(NamedTuple):
+    """The stopping rules of GAMP-RIE, applied by :func:`gamp_rie_stop` (fields as in
+    :class:`GampRieOptions`; ``max_residual = 100 (1 + rho)^2``: a larger residual is an explosion)."""
+
+    max_residual: float
+    tol: float = 1e-5
+    min_iter: int = 3
+    max_iter: int = 200
+    patience: int = 10
+    max_ratio: float = 10.0
+    stall_patience: Optional[int] = 25
+    rie_outside: str = "edge"
+
+    @classmethod
+    def from_options(cls, options: GampRieOptions, rho: float) -> GampRieStopPolicy:
+        """The policy of validated ``options`` for a prior of width ratio ``rho``."""
+        return cls(max_residual=100.0 * (1.0 + rho) ** 2, tol=options.tol, min_iter=options.min_iter,
+                   max_iter=options.max_iter, patience=options.patience, max_ratio=options.max_ratio,
+                   stall_patience=options.stall_patience, rie_outside=options.rie_outside)
+
+
+def gamp_rie_start(X, y, rho: float, channel: str = "softmax", beta: float = 1.0, noise: float = 0.0, *,
+                   key: Optional[jax.Array] = None, S_true=None, score: str = "exact", log_outputs: bool = False,
+                   options: Optional[GampRieOptions] = None) -> tuple[GampRieProblem, GampRieState]:
+    """Check the data and settings of a GAMP-RIE run and build its problem and starting state.
+
+    Args and Raises: as in :func:`gamp_rie`, with the iteration settings in ``options`` (``None``:
+    the defaults, ``GampRieOptions()``).
+
+    Returns:
+        ``(problem, state)``: the :class:`GampRieProblem` and the :class:`GampRieState` before the
+        first iteration (``S_hat`` from ``options.init``, ``c = V = c_init``, ``Gamma = omega = 0``).
+
+    Example:
+        >>> import jax, aim_tutorial as aim
+        >>> from aim_tutorial.amp import GampRieOptions, gamp_rie_start
+        >>> S = aim.sample_teacher(jax.random.key(0), 20, 0.5)
+        >>> X, y = aim.sample_data(jax.random.key(1), S, n=60, T=2)
+        >>> problem, state = gamp_rie_start(X, y, 0.5, S_true=S, options=GampRieOptions(init="mean"))
+        >>> state.c, state.it, problem.alpha
+        (1.0, 0, 0.15)
+    """
+    ch, beta, noise = _validate_common(channel, beta, noise, score)
+    rho = _checks.positive("rho", rho)
+    options = GampRieOptions() if options is None else options
+    if not isinstance(options, GampRieOptions):
+        raise _checks.ArgumentTypeError(f"options must be a GampRieOptions, got {type(options).__name__}")
+    options = options.validated()
+    log_outputs = _checks.boolean("log_outputs", log_outputs)
+    _checks.real_array("X", X, ndim=3)
+    n, T, d = np.shape(X)
+    _checks.real_array("y", y, ndim=3)
+    if np.shape(y) != (n, T, T):
+        raise ValueError(f"y must have shape (n, T, T) = {(n, T, T)}, got shape {np.shape(y)}")
+    _channels().check_settings(ch, T, beta, noise, score)
+    _channels().check_outputs(ch, "y", y, T, beta, log_outputs=log_outputs)
+    if S_true is not None:
+        _checks.square_symmetric("S_true", S_true)
+        if np.shape(S_true) != (d, d):
+            raise ValueError(f"S_true must have shape (d, d) = {(d, d)}, got {np.shape(S_true)}")
+        S_true = jnp.asarray(S_true, dtype=jnp.float64)
+    if key is not None:
+        key = _checks.prng_key("key", key)
+    if options.init == "prior":
+        if key is None:
+            raise ValueError("key must be a jax.random key for init='prior' (or use init='mean')")
+        S_hat = sample_teacher(key, d, rho)
+    else:
+        S_hat = jnp.sqrt(rho) * jnp.eye(d)
+    half_step = (_make_half_step(ch, beta, noise, score, options.q_hat_from, True) if log_outputs
+                 else _make_half_step(ch, beta, noise, score, options.q_hat_from))
+    problem = GampRieProblem(
+        X=jnp.asarray(X, dtype=jnp.float64), y=jnp.asarray(y, dtype=jnp.float64), rho=rho, alpha=n / d**2,
+        half_step=half_step, S_ref=S_true if S_true is not None else jnp.zeros((d, d)),
+        has_truth=S_true is not None, options=options, rmt=_rmt())
+    zeros = jnp.zeros((n, T, T))
+    state = GampRieState(S_hat=S_hat, c=options.c_init, Gamma=zeros, omega=zeros, V=options.c_init,
+                         damping=options.damping, S_prev=S_hat)
+    return problem, state
+
+
+def gamp_rie_step(problem: GampRieProblem, state: GampRieState) -> tuple[GampRieState, GampRieRecord]:
+    """One iteration of GAMP-RIE, eqs. (amp-omega)-(amp-prior): ``state -> (new state, record)``.
+
+    A function of its arguments only (``state`` is not changed). The output half runs jitted
+    (``problem.half_step``), the Hilbert transform of the RIE and ``mmse_rho(Delta)`` on the host.
+    When ``q_hat`` is not positive or ``R`` not finite the denoiser is skipped: ``S_hat`` and ``c``
+    stay, ``record.denoised`` is False; when the new estimate is not finite ``S_hat`` stays.
+
+    Example:
+        >>> import jax, aim_tutorial as aim
+        >>> from aim_tutorial.amp import GampRieOptions, gamp_rie_start, gamp_rie_step
+        >>> S = aim.sample_teacher(jax.random.key(0), 20, 0.5)
+        >>> X, y = aim.sample_data(jax.random.key(1), S, n=60, T=2)
+        >>> problem, state = gamp_rie_start(X, y, 0.5, S_true=S, options=GampRieOptions(init="mean"))
+        >>> new, record = gamp_rie_step(problem, state)
+        >>> new.it, record.it, record.denoised, record.damping  # the first iteration is not damped
+        (1, 1, True, 0.0)
+    """
+    p, o = problem, problem.options
+    it = state.it + 1
+    damp = 0.0 if state.it == 0 else state.damping
+    omega, V, Gamma, q_hat, lam, O, ratio = p.half_step(p.X, p.y, state.S_hat, state.c, state.Gamma, state.omega,
+                                                        state.V, damp, p.alpha)
+    q_hat, ratio = float(q_hat), float(ratio)
+    out = state._replace(omega=omega, V=V, Gamma=Gamma, it=it)  # the new state, S_hat and c to come
+    # the two failures before the denoiser (a lax port: lax.cond on these flags)
+    if not (math.isfinite(q_hat) and q_hat > 0):
+        return out, GampRieRecord(it=it, q_hat=q_hat, denoised=False)
+    lam = np.asarray(lam)
+    if not np.all(np.isfinite(lam)):
+        return out, GampRieRecord(it=it, q_hat=q_hat, prior_input_finite=False, denoised=False)
+    delta = 1.0 / q_hat
+    # RIE: the eigendecomposition of R was done in the jitted half step, the Hilbert transform is here.
+    # The edge rule is the default: continued off the support, the RIE amplifies the edge fluctuations of R
+    # by 2 Delta, and at small alpha (Delta large) about half the runs collapsed (chapter 5, section
+    # "A failure mode: collapse")
+    xi = jnp.asarray(p.rmt.rie_eigenvalues(lam, delta, p.rho, outside=o.rie_outside))
+    c = float(p.rmt.mmse_denoising(delta, p.rho))
+    S_new, residual, err, finite = _prior_step(O, xi, state.S_hat, p.S_ref)
+    residual = float(residual)
+    row = dict(it=it, error=float(err) if p.has_truth else float("nan"), mmse_pred=c, residual=residual,
+               q_hat=q_hat, delta=delta, nishimori_ratio=ratio, damping=damp)
+    if not (bool(finite) and math.isfinite(residual) and math.isfinite(c)):
+        return out._replace(c=c), GampRieRecord(**row, estimate_finite=False)
+    grow = state.grow + 1 if residual > state.residual else 0
+    damping = state.damping
+    if o.adaptive_damping and damping < MAX_ADAPTIVE_DAMPING:
+        # adaptive damping: half damping from the start slows the hardmax at large alpha, none makes it
+        # oscillate at small alpha (chapter 5, section "Damping: the path, not the fixed point").
+        # A period-2 oscillation: S_new is back near S_{t-2} while far from S_{t-1}.
+        d = state.S_hat.shape[0]
+        oscillating = (it >= 2 and residual > o.tol
+                       and float(jnp.sum((S_new - state.S_prev) ** 2)) / d < 0.25 * residual)
+        if grow >= 2 or oscillating:
+            damping = min(MAX_ADAPTIVE_DAMPING, (1.0 + damping) / 2)
+            grow = 0
+    best_residual, best_it = (residual, it) if residual < state.best_residual else (state.best_residual,
+                                                                                  state.best_it)
+    new = out._replace(S_hat=S_new, c=c, damping=damping, S_prev=state.S_hat, residual=residual, grow=grow,
+                       best_residual=best_residual, best_it=best_it)
+    return new, GampRieRecord(**row, grow=grow, best_residual=best_residual, best_it=best_it)
+
+
+def gamp_rie_stop(policy: GampRieStopPolicy, record: GampRieRecord, residuals=()) -> Optional[str]:
+    """The status at which a run stops after the iteration of ``record``, or ``None`` to go on.
+
+    The rules, in this order: ``q_hat`` not positive, ``R`` or the estimate not finite, the residual
+    above ``policy.max_residual`` (an explosion), ``E g^2 / -E g'`` not below ``max_ratio`` (a
+    collapse), the residual grown ``patience`` iterations in a row: ``"diverged at iteration
+    ...: <why>"``; then ``"converged"`` (residual below ``tol``, from ``min_iter`` on),
+    ``"stationary: ..."`` or ``"oscillating: ..."`` (no new smallest residual for ``stall_patience``
+    iterations) and ``"max_iter"``.
+
+    Args:
+        policy: the :class:`GampRieStopPolicy`.
+        record: the :class:`GampRieRecord` of the iteration.
+        residuals: the residuals of the run so far, this iteration's last (the ``stall_patience``
+            rule reads those since the smallest).
+
+    Example:
+        >>> from aim_tutorial.amp import GampRieRecord, GampRieStopPolicy, gamp_rie_stop
+        >>> policy = GampRieStopPolicy(max_residual=225.0)
+        >>> row = dict(q_hat=2.0, delta=0.5, mmse_pred=0.3, nishimori_ratio=1.0)
+        >>> gamp_rie_stop(policy, GampRieRecord(it=5, residual=1e-3, best_it=5, **row)) is None
+        True
+        >>> gamp_rie_stop(policy, GampRieRecord(it=5, residual=1e-7, **row))
+        'converged'
+    """
+    it, residual = record.it, record.residual
+    if not (math.isfinite(record.q_hat) and record.q_hat > 0):
+        return f"diverged at iteration {it}: q_hat = {record.q_hat!r} is not a positive number"
+    if not record.prior_input_finite:
+        return f"diverged at iteration {it}: non-finite prior input R"
+    if not record.estimate_finite:
+        return f"diverged at iteration {it}: non-finite estimate"
+    continued = policy.rie_outside == "continuation"
+    if residual > policy.max_residual:
+        return (f"diverged at iteration {it}: residual {residual:.3g} exploded"
+                + ("; the RIE continued off the support amplifies edge eigenvalues "
+                   f"by 2 Delta = {2 * record.delta:.3g}: try rie_outside='edge'" if continued else ""))
+    if not record.nishimori_ratio < policy.max_ratio:
+        ratio, c = record.nishimori_ratio, record.mmse_pred
+        return (f"diverged at iteration {it}: collapse, the output residuals are {ratio:.3g} times larger "
+                f"than the predicted variance V (E g^2 / -E g' = {ratio:.3g}); the predicted error "
+                f"eps = {c:.3g} is not to be trusted"
+                + ("; with rie_outside='edge' the collapsing instances of chapter 5 converge "
+                   "(q_hat_from='derivative' is no cure)" if continued else ""))
+    if record.grow >= policy.patience and residual > 100 * policy.tol:
+        return f"diverged at iteration {it}: residual grew {record.grow} iterations in a row"
+    if it >= policy.min_iter and residual < policy.tol:
+        return "converged"
+    if policy.stall_patience is not None and it >= policy.min_iter and it - record.best_it >= policy.stall_patience:
+        return _stall_status(list(residuals)[record.best_it - 1:], record.best_residual, record.best_it, policy.tol,
+                             record.mmse_pred)
+    if it >= policy.max_iter:
+        return "max_iter"
+    return None
+
+
+def _stall_status(window, best_residual, best_it, tol, c):
+    """The status of a run stopped by ``stall_patience``: ``stationary`` only when the residuals since
+    the smallest one stay small against the predicted error ``c`` (a fixed point, up to finite-size
+    fluctuations), else ``oscillating`` with the residual (the iterates jump: not a fixed point)."""
+    # "oscillating" was introduced when undamped hardmax runs at alpha = 0.2 (d = 24) jumped with
+    # residuals ~0.66 and were reported as "stationary ... around a fixed point"
+    typical = float(np.median(window))
+    if typical <= 0.01 * c + 100 * tol:
+        return (f"stationary: the residual stopped decreasing (smallest {best_residual:.2g} at iteration "
+                f"{best_it}, tol {tol:g}; median {typical:.2g} since); the iterates fluctuate around a fixed point")
+    return (f"oscillating: not converged, the residual stopped decreasing and stays large (median "
+            f"{typical:.2g} over the last {len(window)} iterations, smallest {best_residual:.2g} at iteration "
+            f"{best_it}, tol {tol:g}, against a predicted error {c:.2g}); the iterates keep jumping and are "
+            f"not at a fixed point: more damping (damping=0.5 or adaptive_damping=True) may help")
+
+
 def gamp_rie(
     X,
     y,
@@ -317,8 +726,8 @@ def gamp_rie(
     channel: str = "softmax",
     beta: float = 1.0,
     noise: float = 0.0,
-    key: Optional[jax.Array] = None,
     *,
+    key: Optional[jax.Array] = None,
     S_true=None,
     init: str = "prior",
     c_init: Optional[float] = None,
@@ -337,10 +746,18 @@ def gamp_rie(
 ) -> GampRieResult:
     """GAMP-RIE for the single-layer attention-indexed model, eqs. (amp-omega)-(amp-prior).
 
-    Iterates (``V = c``, Onsager-corrected ``omega``, output score ``Gamma``, ``q_hat``,
-    prior input ``R``, ``S_hat = RIE_Delta(R)``, ``c = mmse_rho(Delta)``) until
-    ``||S_hat_new - S_hat||_F^2 / d < tol``. Each iteration costs ``O(n T d^2 + d^3)``
-    time and ``O(n T^2 + d^2)`` memory beyond the data.
+    Estimates the teacher ``S`` from ``(X, y)``, treating the attention indices as the linear
+    measurements of eq. (amp-sensing). From ``S_hat`` and ``c = V`` each iteration forms the
+    Onsager-corrected ``omega`` (eq. (amp-omega)), the output score ``Gamma`` and ``q_hat``
+    (eq. (amp-gout)), the prior input ``R = S_hat + (2 Delta / d^{3/2}) B`` with ``Delta = 1 / q_hat``
+    (eq. (amp-prior)), then ``S_hat = RIE_Delta(R)`` and ``c = mmse_rho(Delta)``; ``omega`` and ``V``
+    are damped after the first iteration. It stops at the first rule of :func:`gamp_rie_stop` that
+    fires: the residual ``||S_hat_new - S_hat||_F^2 / d`` below ``tol``, a divergence, a stall, or
+    ``max_iter``. An iteration costs ``O(n T d^2 + d^3)`` time and ``O(n T^2 + d^2)`` memory beyond
+    the data (the output half is jitted, the Hilbert transform of the RIE runs on the host); no
+    ``n x d x d`` tensor is formed. The iteration settings (``init`` to ``rie_outside`` below) are the
+    fields of :class:`GampRieOptions`, which describes each in full; the pieces
+    (:func:`gamp_rie_start`, :func:`gamp_rie_step`, :func:`gamp_rie_stop`) can be run by hand.
 
     Args:
         X: tokens, shape ``(n, T, d)``.
@@ -349,68 +766,36 @@ def gamp_rie(
             one-hot rows for ``"hardmax"``; the symmetric noisy indices for ``"linear"``; the
             channel's :attr:`~aim_tutorial.channels.Channel.check_outputs` says which).
         rho: width ratio of the teacher's prior, ``rho > 0``.
-        channel: ``"softmax"``, ``"hardmax"`` (``T = 2``) or ``"linear"``.
+        channel: a registered channel (``"softmax"``, ``"hardmax"`` with ``T = 2``, ``"linear"``, ...)
+            or a :class:`~aim_tutorial.channels.Channel`.
         beta: inverse temperature of the softmax, ``beta > 0``.
         noise: variance ``>= 0`` of the Gaussian noise on ``h`` (``Delta`` diagonal, ``Delta/2`` off).
         key: a ``jax.random`` key; needed by ``init="prior"`` (``ValueError`` if it is ``None``),
             unused by ``init="mean"`` (checked when given).
         S_true: the teacher ``(d, d)``, only to record the error in the history.
-        init: ``"prior"`` (a fresh sample of the prior, as in the paper) or ``"mean"``
-            (``S_hat = sqrt(rho) I``, the posterior mean at ``alpha = 0``; needs no key).
-        c_init: the initial predicted error ``c = V``; default ``2 (1 + rho) - 2 rho = 2`` for
-            ``init="prior"`` (the expected error of an independent prior sample) and
-            ``1`` for ``init="mean"``.
-        damping: fraction of the old ``omega`` and ``V`` kept each iteration, in ``[0, 1)``.
-        adaptive_damping: start from ``damping`` (``0`` is the intended start) and keep more of the
-            old iterate, ``damping <- (1 + damping) / 2`` up to ``MAX_ADAPTIVE_DAMPING = 0.5`` (the
-            default damping), each time the residual has grown two iterations in a row or the iterates
-            oscillate with period 2 (``||S_t - S_{t-2}||^2 < ||S_t - S_{t-1}||^2 / 4``). Half damping from
-            the start slows the hardmax iteration at large ``alpha`` and no damping makes it
-            oscillate at small ``alpha`` (both shown in chapter 5); in trials, letting the rule go
-            above 0.5 made some hardmax runs at ``alpha = 0.2`` drift away from a fixed point.
-        rie_outside: what the RIE does with an eigenvalue of ``R`` off the limiting support
-            (:func:`aim_tutorial.rmt.rie_eigenvalues`): ``"edge"`` (the default: the nearest edge's
-            cleaned value) or ``"continuation"`` (the formula continued off the support, as in the
-            paper's code). At small ``alpha`` the first iterations have ``Delta = 1/q_hat`` large, the
-            continuation amplifies the edge fluctuations of ``R`` by ``2 Delta`` and about half the
-            runs collapse; with ``"edge"`` they converge (chapter 5, section on collapse).
-        max_iter: maximal number of iterations, ``>= 1``.
-        tol: stopping threshold on ``||S_hat_new - S_hat||_F^2 / d``, ``> 0``.
-        min_iter: iterations run before the stopping rule is checked.
         score: ``"exact"``, or ``"published"`` (hardmax only: the score used by the paper's code).
-        patience: the run is declared divergent when the residual has grown this many
-            iterations in a row (and exceeds ``100 tol``).
-        q_hat_from: ``"square"`` (default, eq. (amp-gout): ``q_hat = 4 alpha mean ||Gamma||_F^2``,
-            which uses the Nishimori identity) or ``"derivative"`` (``-2 alpha E[2 sum g'_aa +
-            sum g'_ab]`` by forward-mode autodiff of the score: the textbook GAMP variance; for the
-            softmax it equals the state-evolution ``(T^2 + T - 2) alpha / V`` exactly).
-
-        max_ratio: the run is declared divergent (a collapse) when ``E[g^2] / (-E[g'])`` exceeds this:
-            the square estimator of ``q_hat`` then feeds on itself (``V`` shrinks like ``V^2``) and the
-            iteration would stop at a spurious "perfect recovery" with ``c ~ 0``.
-
-        stall_patience: stop (``converged=False``) when the residual has not reached a new minimum
-            for this many iterations. At finite ``d`` the iterates can fluctuate around the fixed point
-            a little above ``tol`` while the error no longer moves: status ``"stationary: ..."`` when
-            the median residual of those iterations is below ``0.01 c + 100 tol`` (``c`` the predicted
-            error); above it the iterates keep jumping (typically a period-2 oscillation of the
-            undamped hardmax at small ``alpha``) and the status is ``"oscillating: ..."``, with the
-            residual: not a fixed point (more damping or ``adaptive_damping=True`` may help).
-            ``None`` disables this rule.
         log_outputs: ``y`` holds the log-probabilities ``log softmax(beta h)`` (``channel="softmax"``
-            only), as :func:`aim_tutorial.sample_data` returns them with ``log_outputs=True``: at large
-            ``beta`` (``>= 100``) the probabilities underflow to 0 and their logs are lost; the
-            log-probabilities stay finite and give the same iteration.
-
-    Implementation: the output half of an iteration (``omega``, ``Gamma``, ``q_hat``, ``R`` and
-    the eigendecomposition of ``R``) is one jitted function; the Hilbert transform at the ``d``
-    eigenvalues (:func:`aim_tutorial.rmt.rie_eigenvalues`) and ``mmse_rho(Delta)`` run on the host,
-    then a jitted step rebuilds ``S_hat``. Memory: ``X``, ``X S_hat`` (``n T d``) and
-    ``O(n T^2 + d^2)`` more; never an ``n x d x d`` tensor.
+            only), as :func:`aim_tutorial.sample_data` returns them with ``log_outputs=True``: at
+            large ``beta`` the probabilities underflow to 0, their logs stay finite and give the
+            same iteration.
+        init: ``"prior"`` (a sample of the prior; needs ``key``) or ``"mean"`` (``sqrt(rho) I``).
+        c_init: the initial predicted error ``c = V > 0``; ``None``: 2 for ``"prior"``, 1 for ``"mean"``.
+        damping: fraction of the old ``omega`` and ``V`` kept each iteration, in ``[0, 1)``.
+        max_iter: maximal number of iterations, ``>= 1``.
+        tol: stop (converged) when the residual is below ``tol > 0``.
+        min_iter: iterations run before ``tol`` and ``stall_patience`` apply, ``>= 1``.
+        patience: diverged when the residual grew this many iterations in a row, ``>= 2``.
+        q_hat_from: ``"square"`` (eq. (amp-gout)) or ``"derivative"`` (``-E[g']`` by autodiff).
+        max_ratio: diverged (a collapse) when ``E[g^2] / (-E[g'])`` is not below this, in ``(0, inf]``.
+        stall_patience: stop when no new smallest residual came for this many iterations (``>= 2``,
+            or ``None``): status ``"stationary: ..."`` or ``"oscillating: ..."``.
+        adaptive_damping: raise the damping towards 0.5 when the iterates grow or oscillate.
+        rie_outside: ``"edge"`` or ``"continuation"``: the RIE off the support of ``R``'s spectrum.
 
     Returns:
-        :class:`GampRieResult` with ``S_hat``, ``converged``, ``diverged``, ``status`` and the
-        per-iteration :class:`GampRieHistory`.
+        :class:`GampRieResult` with the last finite ``S_hat``, ``converged``, ``diverged``,
+        ``status`` (the string of :func:`gamp_rie_stop`) and the per-iteration
+        :class:`GampRieHistory`.
 
     Raises:
         ValueError: invalid data (``X`` not a finite real ``(n, T, d)`` array with ``n, T, d >= 1``,
@@ -429,151 +814,32 @@ def gamp_rie(
 
     Reference: arXiv 2506.01582 (GAMP-RIE); taught in chapter 5 (``book/05_amp.md``).
     """
-    ch, beta, noise = _validate_common(channel, beta, noise, score)
-    rho = _checks.positive("rho", rho)
-    damping = _checks.in_range("damping", damping, 0.0, 1.0, high_open=True)
-    max_iter = _checks.integer_at_least("max_iter", max_iter, 1)
-    adaptive_damping = _checks.boolean("adaptive_damping", adaptive_damping)
-    rie_outside = _checks.one_of("rie_outside", rie_outside, ("continuation", "edge"))
-    log_outputs = _checks.boolean("log_outputs", log_outputs)
-    min_iter = _checks.integer_at_least("min_iter", min_iter, 1)
-    patience = _checks.integer_at_least("patience", patience, 2)
-    tol = _checks.positive("tol", tol)
-    max_ratio = _checks.positive("max_ratio", max_ratio, allow_inf=True)
-    if stall_patience is not None:
-        stall_patience = _checks.integer_at_least("stall_patience", stall_patience, 2)
-    _checks.one_of("init", init, ("prior", "mean"))
-    _checks.one_of("q_hat_from", q_hat_from, ("square", "derivative"))
-    _checks.real_array("X", X, ndim=3)
-    n, T, d = np.shape(X)
-    _checks.real_array("y", y, ndim=3)
-    if np.shape(y) != (n, T, T):
-        raise ValueError(f"y must have shape (n, T, T) = {(n, T, T)}, got shape {np.shape(y)}")
-    _channels().check_settings(ch, T, beta, noise, score)
-    _channels().check_outputs(ch, "y", y, T, beta, log_outputs=log_outputs)
-    X = jnp.asarray(X, dtype=jnp.float64)
-    y = jnp.asarray(y, dtype=jnp.float64)
-    if S_true is not None:
-        _checks.square_symmetric("S_true", S_true)
-        if np.shape(S_true) != (d, d):
-            raise ValueError(f"S_true must have shape (d, d) = {(d, d)}, got {np.shape(S_true)}")
-        S_true = jnp.asarray(S_true, dtype=jnp.float64)
-    if c_init is None:
-        c_init = 2.0 if init == "prior" else 1.0
-    c_init = _checks.positive("c_init", c_init)
-    if key is not None:
-        key = _checks.prng_key("key", key)
-    if init == "prior":
-        if key is None:
-            raise ValueError("key must be a jax.random key for init='prior' (or use init='mean')")
-        S_hat = sample_teacher(key, d, rho)
-    else:
-        S_hat = jnp.sqrt(rho) * jnp.eye(d)
-
-    rmt = _rmt()
-    S_ref = S_true if S_true is not None else jnp.zeros((d, d))
-    half_step = (_make_half_step(ch, beta, noise, score, q_hat_from, True) if log_outputs
-                 else _make_half_step(ch, beta, noise, score, q_hat_from))
-    alpha = n / d**2
-    c = c_init
-    Gamma = jnp.zeros((n, T, T))
-    omega = jnp.zeros((n, T, T))
-    V = c
+    options = GampRieOptions(init=init, c_init=c_init, damping=damping, max_iter=max_iter, tol=tol,
+                             min_iter=min_iter, patience=patience, q_hat_from=q_hat_from, max_ratio=max_ratio,
+                             stall_patience=stall_patience, adaptive_damping=adaptive_damping,
+                             rie_outside=rie_outside)
+    problem, state = gamp_rie_start(X, y, rho, channel, beta, noise, key=key, S_true=S_true, score=score,
+                                    log_outputs=log_outputs, options=options)
+    policy = GampRieStopPolicy.from_options(problem.options, problem.rho)
     hist = {k: [] for k in GampRieHistory._fields}
-    converged = diverged = False
-    status = "max_iter"
-    last_finite = S_hat
-    S_prev = None  # the iterate before S_hat (adaptive damping looks for period-2 oscillations)
-    grow = 0
-    best_residual, best_it = math.inf, 0
-    it = 0
-    for it in range(1, max_iter + 1):
-        damp = 0.0 if it == 1 else damping
-        used_damping = damp
-        omega, V, Gamma, q_hat, lam, O, ratio = half_step(X, y, S_hat, c, Gamma, omega, V, damp, alpha)
-        q_hat, ratio = float(q_hat), float(ratio)
-        if not (math.isfinite(q_hat) and q_hat > 0):
-            diverged, status = True, f"diverged at iteration {it}: q_hat = {q_hat!r} is not a positive number"
-            break
-        delta = 1.0 / q_hat
-        lam = np.asarray(lam)
-        if not np.all(np.isfinite(lam)):
-            diverged, status = True, f"diverged at iteration {it}: non-finite prior input R"
-            break
-        # RIE: the eigendecomposition of R is done in the jitted step, the Hilbert transform here
-        xi = jnp.asarray(rmt.rie_eigenvalues(lam, delta, rho, outside=rie_outside))
-        c = float(rmt.mmse_denoising(delta, rho))
-        S_new, residual, err, finite = _prior_step(O, xi, S_hat, S_ref)
-        residual = float(residual)
-        err = float(err) if S_true is not None else float("nan")
-        for k, v in zip(GampRieHistory._fields, (err, c, residual, q_hat, delta, ratio, used_damping)):
-            hist[k].append(v)
-        if not (bool(finite) and math.isfinite(residual) and math.isfinite(c)):
-            diverged, status = True, f"diverged at iteration {it}: non-finite estimate"
-            break
-        prev = hist["residual"][-2] if len(hist["residual"]) > 1 else math.inf
-        grow = grow + 1 if residual > prev else 0
-        if adaptive_damping and damping < MAX_ADAPTIVE_DAMPING:
-            # a period-2 oscillation: S_new is back near S_{t-2} while far from S_{t-1}
-            oscillating = (S_prev is not None and residual > tol
-                           and float(jnp.sum((S_new - S_prev) ** 2)) / d < 0.25 * residual)
-            if grow >= 2 or oscillating:
-                damping = min(MAX_ADAPTIVE_DAMPING, (1.0 + damping) / 2)
-                grow = 0
-        S_prev = S_hat
-        S_hat = S_new
-        last_finite = S_new
-        if residual > 100.0 * (1.0 + rho) ** 2:
-            diverged, status = True, (f"diverged at iteration {it}: residual {residual:.3g} exploded"
-                                      + ("; the RIE continued off the support amplifies edge eigenvalues "
-                                         f"by 2 Delta = {2 * delta:.3g}: try rie_outside='edge'"
-                                         if rie_outside == "continuation" else ""))
-            break
-        if not ratio < max_ratio:
-            diverged = True
-            status = (f"diverged at iteration {it}: collapse, the output residuals are {ratio:.3g} times larger "
-                      f"than the predicted variance V (E g^2 / -E g' = {ratio:.3g}); the predicted error "
-                      f"eps = {c:.3g} is not to be trusted"
-                      + ("; with rie_outside='edge' the collapsing instances of chapter 5 converge "
-                         "(q_hat_from='derivative' is no cure)" if rie_outside == "continuation" else ""))
-            break
-        if grow >= patience and residual > 100 * tol:
-            diverged, status = True, f"diverged at iteration {it}: residual grew {grow} iterations in a row"
-            break
-        if it >= min_iter and residual < tol:
-            converged, status = True, "converged"
-            break
-        if residual < best_residual:
-            best_residual, best_it = residual, it
-        if stall_patience is not None and it >= min_iter and it - best_it >= stall_patience:
-            status = _stall_status(hist["residual"][best_it - 1:], best_residual, best_it, tol, c)
-            break
+    status = None
+    while status is None:
+        state, record = gamp_rie_step(problem, state)
+        if record.denoised:
+            for k, v in hist.items():
+                v.append(getattr(record, k))
+        status = gamp_rie_stop(policy, record, hist["residual"])
     history = GampRieHistory(**{k: np.asarray(v, dtype=float) for k, v in hist.items()})
-    error = float(history.error[-1]) if len(history.error) else float("nan")
     return GampRieResult(
-        S_hat=last_finite,
-        mmse_pred=float(c),
-        error=error,
-        converged=converged,
-        diverged=diverged,
-        n_iter=it,
+        S_hat=state.S_hat,
+        mmse_pred=float(state.c),
+        error=float(history.error[-1]) if len(history.error) else float("nan"),
+        converged=status == "converged",
+        diverged=status.startswith("diverged"),
+        n_iter=state.it,
         status=status,
         history=history,
     )
-
-
-def _stall_status(window, best_residual, best_it, tol, c):
-    """The status of a run stopped by ``stall_patience``: ``stationary`` only when the residuals since
-    the smallest one stay small against the predicted error ``c`` (a fixed point, up to finite-size
-    fluctuations), else ``oscillating`` with the residual (the iterates jump: not a fixed point)."""
-    typical = float(np.median(window))
-    if typical <= 0.01 * c + 100 * tol:
-        return (f"stationary: the residual stopped decreasing (smallest {best_residual:.2g} at iteration "
-                f"{best_it}, tol {tol:g}; median {typical:.2g} since); the iterates fluctuate around a fixed point")
-    return (f"oscillating: not converged, the residual stopped decreasing and stays large (median "
-            f"{typical:.2g} over the last {len(window)} iterations, smallest {best_residual:.2g} at iteration "
-            f"{best_it}, tol {tol:g}, against a predicted error {c:.2g}); the iterates keep jumping and are "
-            f"not at a fixed point: more damping (damping=0.5 or adaptive_damping=True) may help")
 
 
 def gamp_rie_state_evolution(
