@@ -39,11 +39,10 @@ from typing import NamedTuple, Optional, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from . import _checks
-from .gd import (_array, _divergence, _largest_divisor_at_most, _scalar, _student_indices, _student_matrix,
-                 _tokens_and_labels, _traced, _weights, scan_students)
+from .gd import (_array, _scalar, _student_indices, _student_matrix, _tokens_and_labels, _traced, _train_students,
+                 _weights)
 
 __all__ = [
     "DeepGDResult",
@@ -457,24 +456,12 @@ def _deep_errors(Ws, S_true):
     return err, err_mean
 
 
-@partial(jax.jit, static_argnames=("n_records", "record_every", "track"))
-def _run(carry, X, y, S_true, lr, beta, c, *, n_records, record_every, track):
-    def errors(Ws):
-        if track:
-            return _deep_errors(Ws, S_true)
-        return jnp.zeros((Ws[0].shape[0], len(Ws))), jnp.zeros((len(Ws),))
-
-    carry, losses, err, err_mean = scan_students(
-        carry, lambda Ws: _deep_loss(Ws, X, y, beta, c), optax.adam(lr), errors,
-        n_records=n_records, record_every=record_every)
-    return carry, losses, jnp.moveaxis(err, 0, -1), jnp.moveaxis(err_mean, 0, -1)
-
-
 def train_deep_gd(
     key: jax.Array,
     X,
     y,
     rhos: Sequence[float],
+    *,
     n_init: int = 1,
     steps: int = 1000,
     lr: float = 0.1,
@@ -550,8 +537,7 @@ def train_deep_gd(
         raise ValueError(f"widths must hold one width a layer (L = {L}), got {widths!r}")
     widths = tuple(_checks.integer_at_least(f"widths[{i}]", w, 1) for i, w in enumerate(widths))
     _checks.check_memory("train_deep_gd", 4 * n_init * d * sum(widths) + n_init * L * d * d + 2 * n * T * max(d, T))
-    track = S_true is not None
-    if track:
+    if S_true is not None:
         if isinstance(S_true, (str, bytes)) or not hasattr(S_true, "__len__"):
             raise ValueError(f"S_true must hold one (d, d) matrix a layer (L = {L}), got {type(S_true).__name__}")
         if len(S_true) != L:
@@ -560,55 +546,13 @@ def train_deep_gd(
             if np.shape(S) != (d, d):
                 raise ValueError(f"S_true[{i}] must have shape (d, d) = {(d, d)}, got {np.shape(S)}")
             _checks.square_symmetric(f"S_true[{i}]", S)
-        S_arr = jnp.stack([jnp.asarray(S, dtype=jnp.float64) for S in S_true])
-    else:
-        S_arr = jnp.zeros((L, 1, 1))
-    if record_every is None:
-        record_every = _largest_divisor_at_most(steps, max(1, steps // 50))
-    record_every = _checks.integer_at_least("record_every", record_every, 1)
-    if steps % record_every:
-        raise ValueError(f"record_every must divide steps={steps}, got {record_every}")
-    X = jnp.asarray(X, dtype=jnp.float64)
-    y = jnp.asarray(y, dtype=jnp.float64)
+        S_true = jnp.stack([jnp.asarray(S, dtype=jnp.float64) for S in S_true])
 
-    keys = jax.random.split(key, L)
-    Ws = tuple(jax.random.normal(k, (n_init, d, w)) for k, w in zip(keys, widths))
-    opt = optax.adam(lr)
-    if track:
-        e0, em0 = _deep_errors(Ws, S_arr)
-    carry = (Ws, jax.vmap(opt.init)(Ws))
-    carry, loss, err, err_mean = _run(
-        carry, X, y, S_arr, jnp.float64(lr), jnp.float64(beta), jnp.float64(c),
-        n_records=steps // record_every, record_every=record_every, track=track)
-    Ws = carry[0]
-    final_loss = jax.vmap(_deep_loss, in_axes=(0, None, None, None, None))(Ws, X, y, beta, c)
-    finite = jnp.all(jnp.isfinite(loss), axis=1) & jnp.isfinite(final_loss)
-    S_students = jnp.stack([_student_matrix(W) for W in Ws], axis=1)
-    scales = [max(1.0 + r, (d + w + 1) / d) for r, w in zip(rhos, widths)]  # the teacher's, a random student's
-    if track:
-        scales = [max(sc, float(jnp.sum(S * S)) / d) for sc, S in zip(scales, S_arr)]
-    norms = jnp.sum(S_students * S_students, axis=(-1, -2)) / d  # (K, L)
-    loss_ref = np.maximum(np.asarray(loss[:, 0]), float(jnp.sum(y * y)) / d)
-    diverged, status = _divergence(loss, final_loss, norms, scales, loss_ref, steps, layered=True)
-    if track:
-        error_students = jnp.concatenate([e0[..., None], err], axis=-1)
-        error_mean = jnp.concatenate([em0[..., None], err_mean], axis=-1)
-    else:
-        error_students = error_mean = None
-    return DeepGDResult(
-        S_hat=jnp.mean(S_students, axis=0),
-        S_students=S_students,
-        W=Ws,
-        loss=loss,
-        final_loss=final_loss,
-        record_steps=np.arange(0, steps + 1, record_every),
-        error_students=error_students,
-        error_mean=error_mean,
-        finite=finite,
-        widths=widths,
-        diverged=diverged,
-        status=status,
-    )
+    W0 = tuple(jax.random.normal(k, (n_init, d, w)) for k, w in zip(jax.random.split(key, L), widths))
+    trained = _train_students(
+        W0, _deep_loss, X, y, (beta, c), rhos=rhos, steps=steps, lr=lr, optimizer="adam",
+        errors=None if S_true is None else _deep_errors, S_true=S_true, record_every=record_every, records=50)
+    return DeepGDResult(widths=widths, **trained._asdict())
 
 
 # --------------------------------------------------------------------------- the output channel (L = 2)

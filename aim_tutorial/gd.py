@@ -377,17 +377,12 @@ def _make_optimizer(optimizer, lr):
     return optax.sgd(lr)
 
 
-def _batched_loss(Ws, X, y, channel, beta, weight_decay):
-    """Per-student losses ``(K,)`` for stacked weights ``Ws`` ``(K, d, r')``."""
-    return jax.vmap(gd_loss, in_axes=(0, None, None, None, None, None))(Ws, X, y, channel, beta, weight_decay)
-
-
 def scan_students(carry, student_loss, opt, errors, *, n_records, record_every):
     """Train stacked students together: ``n_records`` blocks of ``record_every`` optimiser steps.
 
-    The shared loop of :func:`train_gd` and :func:`aim_tutorial.deep.train_deep_gd`
-    (call it inside a jitted driver; ``n_records`` and ``record_every`` are static integers
-    ``>= 1``). ``carry = (Ws, opt_state)`` holds the
+    The loop of :func:`_train_students`, the driver of :func:`train_gd` and
+    :func:`aim_tutorial.deep.train_deep_gd` (call it inside a jitted function; ``n_records`` and
+    ``record_every`` are static integers ``>= 1``). ``carry = (Ws, opt_state)`` holds the
     students' weights stacked on a leading axis of size ``K`` (any pytree) and
     the vmapped optimiser state; ``student_loss(W)`` is one student's loss;
     the gradient of the summed loss is the per-student gradient, and
@@ -423,20 +418,19 @@ def scan_students(carry, student_loss, opt, errors, *, n_records, record_every):
     return carry, losses.reshape(-1, losses.shape[-1]).T, err, err_mean
 
 
-@partial(jax.jit, static_argnames=("channel", "optimizer", "n_records", "record_every", "track"))
-def _run_chunk(carry, X, y, S_true, lr, beta, weight_decay, *, channel, optimizer, n_records, record_every,
-               track):
-    """``n_records * record_every`` steps; returns the new carry, losses and recorded errors."""
+@partial(jax.jit, static_argnames=("student_loss", "errors", "optimizer", "n_records", "record_every"))
+def _run_chunk(carry, X, y, params, S_true, lr, *, student_loss, errors, optimizer, n_records, record_every):
+    """``n_records * record_every`` steps; the new carry, the losses and the errors recorded (records last)."""
 
-    def errors(Ws):
-        if track:
-            return _errors(Ws, S_true)
-        return jnp.zeros(Ws.shape[0]), jnp.zeros(())
+    def record(Ws):
+        return ((), ()) if errors is None else errors(Ws, S_true)
 
     carry, losses, err, err_mean = scan_students(
-        carry, lambda W: gd_loss(W, X, y, channel, beta, weight_decay), _make_optimizer(optimizer, lr), errors,
+        carry, lambda W: student_loss(W, X, y, *params), _make_optimizer(optimizer, lr), record,
         n_records=n_records, record_every=record_every)
-    return carry, losses, err.T, err_mean
+    if errors is None:
+        return carry, losses, None, None
+    return carry, losses, jnp.moveaxis(err, 0, -1), jnp.moveaxis(err_mean, 0, -1)
 
 
 def _largest_divisor_at_most(m, cap):
@@ -447,11 +441,126 @@ def _largest_divisor_at_most(m, cap):
     return 1
 
 
+class _Trained(NamedTuple):
+    """What :func:`_train_students` returns: the fields :class:`GDResult` and ``DeepGDResult`` share."""
+
+    S_hat: jax.Array
+    S_students: jax.Array
+    W: object
+    loss: jax.Array
+    final_loss: jax.Array
+    record_steps: np.ndarray
+    error_students: Optional[jax.Array]
+    error_mean: Optional[jax.Array]
+    finite: jax.Array
+    diverged: np.ndarray
+    status: tuple
+
+
+class _ChannelLoss(NamedTuple):
+    """One student's loss :func:`gd_loss` with its channel: hashable by value, a static argument of the jit."""
+
+    channel: object
+
+    def __call__(self, W, X, y, beta, weight_decay):
+        return gd_loss(W, X, y, self.channel, beta, weight_decay)
+
+
+def _train_students(W0, student_loss, X, y, params, *, rhos, steps, lr, optimizer="adam", errors=None, S_true=None,
+                    record_every=None, records=100, chunks=1, progress=False, desc="students") -> _Trained:
+    """The training driver of :func:`train_gd` and :func:`aim_tutorial.deep.train_deep_gd`.
+
+    Trains the ``K`` students stacked in ``W0`` together (:func:`scan_students`, jitted, in
+    ``chunks`` calls of equal size), then reports each: losses, errors, its matrices, and whether
+    it diverged (:func:`_divergence`). The callers validate the arguments.
+
+    Args:
+        W0: the initial weights on a leading axis of size ``K``: one array ``(K, d, r')`` (a
+            one-layer student) or a tuple of ``L`` layers ``(K, d, r_l)``.
+        student_loss: ``student_loss(W, X, y, *params)``, one student's loss. A static argument of the jitted
+            chunk, so hashable by value (a module-level function, :class:`_ChannelLoss`): a new
+            closure at every call would compile again.
+        X, y: float64 tokens ``(n, T, d)`` and labels ``(n, T, T)``.
+        params: the loss's real scalars (traced: one compilation for all their values).
+        rhos: the teacher's width ratios, one a layer: the scale of the divergence test.
+        steps, lr, optimizer: validated; ``optimizer`` one of :data:`OPTIMIZERS`.
+        errors: ``errors(Ws, S_true) -> (per-student errors, errors of the average)``, recorded at
+            step 0 and every ``record_every`` steps (records on the last axis), or ``None``.
+        S_true: the teacher as ``errors`` takes it (``(d, d)``, or ``(L, d, d)`` with layers).
+        record_every: must divide ``steps``; ``None``: about ``records`` records.
+        chunks: about this many jitted calls, the updates of the ``tqdm`` bar (``progress``, ``desc``).
+    """
+    if record_every is None:
+        record_every = _largest_divisor_at_most(steps, max(1, steps // records))
+    record_every = _checks.integer_at_least("record_every", record_every, 1)
+    if steps % record_every:
+        raise ValueError(f"record_every must divide steps={steps}, got {record_every}")
+    n_rec = steps // record_every
+    per_chunk = _largest_divisor_at_most(n_rec, max(1, -(-n_rec // chunks)))  # chunks of equal size: one compile
+    X = jnp.asarray(X, dtype=jnp.float64)
+    y = jnp.asarray(y, dtype=jnp.float64)
+    layered = not hasattr(W0, "shape")
+    d = X.shape[-1]
+
+    carry = (W0, jax.vmap(_make_optimizer(optimizer, lr).init)(W0))
+    args = (X, y, tuple(jnp.float64(p) for p in params), S_true, jnp.float64(lr))
+    kw = {"student_loss": student_loss, "errors": errors, "optimizer": optimizer, "n_records": per_chunk,
+          "record_every": record_every}
+    losses, errs, errs_mean = [], [], []
+    if errors is not None:
+        e0, em0 = errors(W0, S_true)
+        errs.append(e0[..., None])
+        errs_mean.append(em0[..., None])
+    blocks = range(n_rec // per_chunk)
+    if progress:
+        import warnings
+
+        with warnings.catch_warnings():  # without ipywidgets tqdm.auto warns, then draws a text bar
+            warnings.simplefilter("ignore")
+            from tqdm.auto import tqdm
+
+        blocks = tqdm(blocks, desc=desc, unit="chunk")
+    for _ in blocks:
+        carry, l, e, em = _run_chunk(carry, *args, **kw)
+        losses.append(l)
+        if errors is not None:
+            errs.append(e)
+            errs_mean.append(em)
+    W = carry[0]
+    final_loss = jax.vmap(student_loss, in_axes=(0, None, None) + (None,) * len(params))(W, X, y, *params)
+    loss = jnp.concatenate(losses, axis=1)
+    finite = jnp.all(jnp.isfinite(loss), axis=1) & jnp.isfinite(final_loss)
+    S_students = jnp.stack([_student_matrix(w) for w in W], axis=1) if layered else _student_matrix(W)
+
+    # divergence: per layer the scale max(teacher's Tr(S^2)/d, a random student's, the given teacher's)
+    widths = [w.shape[-1] for w in (W if layered else [W])]
+    scales = [max(1.0 + rho, (d + r + 1) / d) for rho, r in zip(rhos, widths)]
+    if S_true is not None:
+        scales = [max(sc, float(jnp.sum(S * S)) / d) for sc, S in zip(scales, S_true if layered else [S_true])]
+    norms = jnp.sum(S_students * S_students, axis=(-1, -2)).reshape(len(loss), -1) / d  # (K, L)
+    loss_ref = np.maximum(np.asarray(loss[:, 0]), float(jnp.sum(y * y)) / d)
+    diverged, status = _divergence(loss, final_loss, norms, scales, loss_ref, steps, layered=layered)
+    return _Trained(
+        S_hat=jnp.mean(S_students, axis=0),
+        S_students=S_students,
+        W=W,
+        loss=loss,
+        final_loss=final_loss,
+        record_steps=np.arange(0, steps + 1, record_every),
+        error_students=None if errors is None else jnp.concatenate(errs, axis=-1),
+        error_mean=None if errors is None else jnp.concatenate(errs_mean, axis=-1),
+        finite=finite,
+        diverged=diverged,
+        status=status,
+    )
+
+
 def train_gd(
     key: jax.Array,
     X,
     y,
     rho: float,
+    *,
     n_init: int = 1,
     steps: int = 1000,
     lr: float = 0.1,
@@ -546,80 +655,20 @@ def train_gd(
         progress = _checks.boolean("progress", progress)
     # alive at once: the weights with Adam's two moments, the students' matrices, the data
     _checks.check_memory("train_gd", 4 * n_init * d * width + n_init * d * d + 2 * n * T * max(d, T))
-    track = S_true is not None
-    if track:
+    if S_true is not None:
         if np.shape(S_true) != (d, d):
             raise ValueError(f"S_true must have shape (d, d) = {(d, d)}, got shape {np.shape(S_true)}")
         _checks.square_symmetric("S_true", S_true)
         S_true = jnp.asarray(S_true, dtype=jnp.float64)
-    else:
-        S_true = jnp.zeros((1, 1))
-    if record_every is None:
-        record_every = _largest_divisor_at_most(steps, max(1, steps // 100))
-    record_every = _checks.integer_at_least("record_every", record_every, 1)
-    if steps % record_every:
-        raise ValueError(f"record_every must divide steps={steps}, got {record_every}")
-    n_rec = steps // record_every
-    # chunks of the scan between progress-bar updates: about 20, all of equal size (one compile)
-    per_chunk = _largest_divisor_at_most(n_rec, max(1, -(-n_rec // 20)))
-    n_chunks = n_rec // per_chunk
     if progress is None:
         progress = 6.0 * steps * n_init * n * T * d * width > 2e11  # about 10 s on a laptop core
-    X = jnp.asarray(X, dtype=jnp.float64)
-    y = jnp.asarray(y, dtype=jnp.float64)
 
-    Ws = jax.random.normal(key, (n_init, d, width))
-    opt = _make_optimizer(optimizer, lr)
-    carry = (Ws, jax.vmap(opt.init)(Ws))
-    args = (X, y, S_true, jnp.float64(lr), jnp.float64(beta), jnp.float64(weight_decay))
-    kw = {"channel": channel, "optimizer": optimizer, "n_records": per_chunk, "record_every": record_every,
-          "track": track}
-
-    losses, errs, errs_mean = [], [], []
-    if track:
-        e0, em0 = _errors(Ws, S_true)
-        errs.append(e0[:, None])
-        errs_mean.append(em0[None])
-    chunks = range(n_chunks)
-    if progress:
-        import warnings
-
-        with warnings.catch_warnings():  # without ipywidgets tqdm.auto warns, then draws a text bar
-            warnings.simplefilter("ignore")
-            from tqdm.auto import tqdm
-
-        chunks = tqdm(chunks, desc=f"train_gd ({n_init} students, {steps} steps)", unit="chunk")
-    for _ in chunks:
-        carry, l, e, em = _run_chunk(carry, *args, **kw)
-        losses.append(l)
-        if track:
-            errs.append(e)
-            errs_mean.append(em)
-    Ws = carry[0]
-    final_loss = _batched_loss(Ws, X, y, channel, beta, weight_decay)
-    loss = jnp.concatenate(losses, axis=1)
-    finite = jnp.all(jnp.isfinite(loss), axis=1) & jnp.isfinite(final_loss)
-    S_students = _student_matrix(Ws)
-    scale = max(1.0 + rho, (d + width + 1) / d)  # the teacher's Tr(S^2)/d, a random student's
-    if track:
-        scale = max(scale, float(jnp.sum(S_true * S_true)) / d)
-    norms = jnp.sum(S_students * S_students, axis=(1, 2))[:, None] / d
-    loss_ref = np.maximum(np.asarray(loss[:, 0]), float(jnp.sum(y * y)) / d)
-    diverged, status = _divergence(loss, final_loss, norms, [scale], loss_ref, steps)
-    return GDResult(
-        S_hat=jnp.mean(S_students, axis=0),
-        S_students=S_students,
-        W=Ws,
-        loss=loss,
-        final_loss=final_loss,
-        record_steps=np.arange(0, steps + 1, record_every),
-        error_students=jnp.concatenate(errs, axis=1) if track else None,
-        error_mean=jnp.concatenate(errs_mean) if track else None,
-        finite=finite,
-        width=width,
-        diverged=diverged,
-        status=status,
-    )
+    trained = _train_students(
+        jax.random.normal(key, (n_init, d, width)), _ChannelLoss(channel), X, y, (beta, weight_decay),
+        rhos=[rho], steps=steps, lr=lr, optimizer=optimizer, errors=None if S_true is None else _errors,
+        S_true=S_true, record_every=record_every, records=100, chunks=20, progress=progress,
+        desc=f"train_gd ({n_init} students, {steps} steps)")
+    return GDResult(width=width, **trained._asdict())
 
 
 # --------------------------------------------------------------------------- precomputed data
@@ -629,16 +678,17 @@ class GDData(NamedTuple):
     """The precomputed grid of ``scripts/gd_paper_data.py`` (see :func:`load_gd_data`).
 
     Attributes:
-        table: numpy structured array, one row per ``(T, x, seed)`` (per ``(d, T, x, seed)`` in the
+        table: numpy record array, one row per ``(T, x, seed)`` (per ``(d, T, x, seed)`` in the
             files with a ``d`` column); columns ``[d,] T, alpha, x, seed, n, single_mean, single_std,
             avg_K1, ..., avg_K32, final_loss_mean, n_finite, seconds``.
-        header: the file's comment lines (parameters, seed, versions, commands).
+        header: the file's header (:mod:`aim_tutorial.datafiles`: ``title``, ``commands``,
+            ``written``, ``versions``, ``seed``, ``params``, ``rows``, ``notes``).
         d: the dimension the file was computed at; ``None`` for a finite-size study (several
             dimensions: its ``d`` column says which row has which).
     """
 
     table: np.ndarray
-    header: list
+    header: dict
     d: int
 
 
@@ -647,37 +697,16 @@ def load_gd_data(name: str = "gd_softmax.csv") -> GDData:
 
     Example:
         >>> from aim_tutorial.gd import load_gd_data
-        >>> load_gd_data().d > 0
-        True
+        >>> load_gd_data().d, load_gd_data().header["seed"]
+        (80, 6)
     """
-    from importlib.resources import files
+    from . import datafiles
 
-    folder = files("aim_tutorial") / "data"
-    available = sorted(f.name for f in folder.iterdir() if f.name.startswith("gd_") and f.name.endswith(".csv"))
+    available = datafiles.listed(prefix="gd_", suffix=".csv")
     if not isinstance(name, str) or name not in available:
-        raise ValueError(f"name must be one of the data files {tuple(available)}, got {name!r}")
-    text = (folder / name).read_text()
-    lines = [line for line in text.splitlines() if line.strip()]
-    header = [line[2:] for line in lines if line.startswith("#")]
-    rows = [line for line in lines if not line.startswith("#")]
-    if len(rows) < 2:
-        raise ValueError(f"{name}: no data rows")
-    cols = rows[0].split(",")
-    try:
-        values = np.array([[float(v) for v in line.split(",")] for line in rows[1:]])
-    except ValueError as err:
-        raise ValueError(f"{name}: a row that is not numbers ({err})") from None
-    if values.ndim != 2 or values.shape[1] != len(cols):
-        raise ValueError(f"{name}: rows of unequal length (the header has {len(cols)} columns)")
-    table = np.rec.fromarrays(values.T, names=cols)
-    if "d" in cols:  # a finite-size study: the dimension of each row
-        ds = np.unique(table["d"])
-        return GDData(table=table, header=header, d=int(ds[0]) if len(ds) == 1 else None)
-    d = None
-    for line in header:
-        if line.startswith("d = "):
-            d = int(line.split(",")[0].split("=")[1])
-            break
-    if d is None:
-        raise ValueError(f"{name}: no 'd = ...' line in the header")
-    return GDData(table=table, header=header, d=d)
+        raise ValueError(f"name must be one of the data files {available}, got {name!r}")
+    data = datafiles.read(datafiles.packaged(name))
+    if "d" in data.columns:  # a finite-size study: the dimension of each row
+        ds = np.unique(data.table["d"])
+        return GDData(table=data.table, header=data.header, d=int(ds[0]) if len(ds) == 1 else None)
+    return GDData(table=data.table, header=data.header, d=int(data.header["params"]["d"]))

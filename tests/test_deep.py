@@ -1,5 +1,6 @@
 """Tests of aim_tutorial.deep: deep attention as an AIM, exact moments, the two-layer student, the channel."""
 
+import inspect
 import re
 
 import jax
@@ -333,6 +334,17 @@ def test_train_deep_gd_divergence_reported(key):
     assert ok[9] == ok.widths  # positional fields unchanged
     with pytest.raises(ValueError, match="^X must hold at least one sample"):
         deep.train_deep_gd(key, X[:0], y[:0], [0.5, 0.5])
+
+
+def test_train_deep_gd_options_are_keyword_only(key):
+    # the key, the data and the model size (rhos) are positional; every option after them is keyword-only
+    params = inspect.signature(deep.train_deep_gd).parameters.values()
+    assert [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD] == ["key", "X", "y", "rhos"]
+    assert all(p.kind is p.KEYWORD_ONLY for p in params if p.name not in ("key", "X", "y", "rhos"))
+    S = _teachers(key, 6, [0.5, 0.5])
+    X, y = aim.sample_data(key, S, n=12, T=2, channel="deep")
+    with pytest.raises(TypeError, match="positional"):
+        deep.train_deep_gd(key, X, y, [0.5, 0.5], 2)
 
 
 def _deep_bad_cases():
