@@ -65,6 +65,7 @@ from .channels import (  # noqa: F401
     symmetric_gradient,
 )
 
+from . import datafiles  # noqa: F401  (the data files: aim.datafiles.read(name))
 from . import gd  # noqa: F401  (chapter 6: aim.gd.*)
 from .gd import GDResult, averaged_errors, train_gd  # noqa: F401
 

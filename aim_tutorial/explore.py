@@ -30,11 +30,9 @@ Chapter 8. Functions:
 
 from __future__ import annotations
 
-import io
 import json
 import os
 from functools import lru_cache
-from importlib.resources import files
 from typing import NamedTuple
 
 import numpy as np
@@ -85,7 +83,7 @@ class Tables(NamedTuple):
     x: np.ndarray
     mmse: np.ndarray
     converged: np.ndarray
-    header: tuple
+    header: dict
 
     @property
     def rhos(self) -> tuple:
@@ -112,13 +110,12 @@ class Tables(NamedTuple):
 @lru_cache(maxsize=None)
 def load_tables(path: str | None = None) -> Tables:
     """Read the explorer tables (default: the file shipped in ``aim_tutorial/data``)."""
-    text = (files("aim_tutorial") / "data" / "explore_tables.csv").read_text() if path is None \
-        else open(path).read()
-    lines = text.splitlines()
-    header = tuple(ln[2:] for ln in lines if ln.startswith("#"))
-    body = [ln for ln in lines if not ln.startswith("#")]
-    a = np.loadtxt(io.StringIO("\n".join(body[1:])), delimiter=",", ndmin=2)
-    return Tables(a[:, 0].astype(int), a[:, 1], a[:, 2], a[:, 3], a[:, 4], a[:, 5].astype(bool), header)
+    from . import datafiles
+
+    f = datafiles.read(datafiles.packaged("explore_tables.csv") if path is None else path)
+    t = f.table
+    return Tables(t["channel"].astype(int), t["rho"], t["noise"], t["x"], t["mmse"], t["converged"].astype(bool),
+                  f.header)
 
 
 def samples_per_token_pair(T: int, channel: str) -> int:

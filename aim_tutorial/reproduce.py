@@ -589,17 +589,11 @@ def _paths(out: str, name: str) -> dict:
             "manifest": base + ".manifest.json"}
 
 
-def _read_header(path: str, limit: int = 64) -> dict:
-    """The ``# key: value`` lines at the top of a CSV written by :func:`write_data`."""
-    header = {}
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for _ in range(limit):
-            line = f.readline()
-            if not line.startswith("#"):
-                break
-            k, _, v = line[1:].strip().partition(": ")
-            header[k] = v
-    return header
+def _read_header(path: str) -> dict:
+    """The header of a CSV written by :func:`write_data` (read without the completeness checks)."""
+    from . import datafiles
+
+    return datafiles.read(path, verify=False).header
 
 
 def _existing_run(out: str, name: str) -> Optional[dict]:
@@ -626,7 +620,7 @@ def _existing_run(out: str, name: str) -> Optional[dict]:
     if os.path.lexists(paths["csv"]):
         try:
             h = _read_header(paths["csv"])
-            return dict(scale=h["scale"], seed=int(h["seed"]), figure=name, source=paths["csv"])
+            return dict(scale=h["params"]["scale"], seed=int(h["seed"]), figure=name, source=paths["csv"])
         except (OSError, ValueError, KeyError):
             return dict(scale=None, seed=None, figure=None, source=paths["csv"],
                         why="no scale and seed in it")
@@ -805,25 +799,13 @@ def _command(name: str, scale: str, seed: int) -> str:
     return f"python -m aim_tutorial reproduce {name} --scale {scale} --seed {seed}"
 
 
-def _header(data: FigureData, scale: str, seed: int) -> list:
-    import jax
-
-    from . import __version__
+def _header(data: FigureData, scale: str, seed: int) -> dict:
+    """The data file's header (:mod:`aim_tutorial.datafiles`): title, command, versions, seed, params."""
+    from . import datafiles
 
     spec = FIGURES[data.name]
-    dev = jax.devices()[0]
-    return [
-        f"aim_tutorial reproduce: {data.name}: {spec.summary}",
-        f"source: {spec.source}",
-        f"scale: {scale}",
-        f"seed: {seed}",
-        f"rows: {len(data.rows)}",
-        f"aim_tutorial: {__version__}, jax: {jax.__version__}, device: {dev.platform} ({dev.device_kind}), "
-        f"python: {platform.python_version()}, machine: {platform.machine()}",
-        f"written: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M:%S} UTC",
-        f"command: {_command(data.name, scale, seed)}",
-        "params: " + json.dumps(data.params, sort_keys=True),
-    ]
+    return datafiles.make_header(f"{data.name}: {spec.summary}", command=_command(data.name, scale, seed),
+                                 seed=seed, params=data.params, notes=[f"source: {spec.source}"])
 
 
 # --------------------------------------------------------------------------- public functions
@@ -852,12 +834,11 @@ def compute_figure(name: str, scale: str = "smoke", seed: int = 0, progress: boo
 
 
 def _write_csv(f, data: FigureData, scale: str, seed: int) -> None:
-    """The CSV text of ``data`` (a commented header, the column names, the rows) to the open file ``f``."""
-    for line in _header(data, scale, seed):
-        f.write(f"# {line}\n")
-    f.write(",".join(data.columns) + "\n")
-    for row in data.rows:
-        f.write(",".join(f"{v:.10g}" for v in row) + "\n")
+    """The CSV text of ``data`` (a :mod:`aim_tutorial.datafiles` table) to the open file ``f``."""
+    from . import datafiles
+
+    columns = {c: data.rows[:, i] for i, c in enumerate(data.columns)}
+    f.write(datafiles.table_text(columns, _header(data, scale, seed), fmt=".10g"))
 
 
 def _write_to(tmp: str, mode: str, writer: Callable) -> None:
@@ -888,77 +869,43 @@ def _manifest_path(csv_path: str) -> str:
 def read_data(path: str, *, verify: bool = True) -> FigureData:
     """Read a file written by :func:`write_data` back into a :class:`FigureData`.
 
-    The file must be complete: it must end with a newline, hold the number of rows its header
-    states (``# rows: N``) and, when a manifest ``FIGURE.manifest.json`` lies beside it (written by
-    :func:`reproduce`), match the row count and the SHA-256 the manifest records. A file that fails
-    (truncated by a fault, written by an interrupted run, edited by hand) raises ``ValueError``
-    naming it. ``verify=False`` skips the row count and manifest checks (to inspect such a file).
-    Files written before the row count was recorded are read with a warning.
+    The file must be complete (:func:`aim_tutorial.datafiles.read`: it ends with a newline and holds
+    the number of rows its header states) and, when a manifest ``FIGURE.manifest.json`` lies beside it
+    (written by :func:`reproduce`), match the row count and the SHA-256 the manifest records. A file
+    that fails (truncated by a fault, written by an interrupted run, edited by hand) raises
+    ``ValueError`` naming it. ``verify=False`` skips these checks (to inspect such a file).
     """
-    import warnings
+    import hashlib
+
+    from . import datafiles
 
     path = os.fspath(path)
     verify = _checks.boolean("verify", verify)
-    with open(path, "rb") as f:
-        raw = f.read()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: not a CSV written by aim_tutorial.reproduce (not UTF-8 text)") from None
-    if verify and raw and not raw.endswith(b"\n"):
-        raise ValueError(f"{path}: truncated (its last line is incomplete); rerun the figure to rewrite it")
-    header, body = {}, []
-    for line in text.splitlines():
-        if line.startswith("#"):
-            k, _, v = line[1:].strip().partition(": ")
-            header[k] = v
-        elif line.strip():
-            body.append(line.strip())
-    if "aim_tutorial reproduce" not in header or "params" not in header or not body:
-        raise ValueError(f"{path}: not a complete CSV written by aim_tutorial.reproduce (header or column "
-                         "line missing: truncated?)")
-    cols = tuple(body[0].split(","))
-    try:
-        values = [[float(v) for v in line.split(",")] for line in body[1:]]
-    except ValueError as e:
-        raise ValueError(f"{path}: a row that is not numbers ({e}): a damaged file") from None
-    bad = [i for i, r in enumerate(values) if len(r) != len(cols)]
-    if bad:
-        raise ValueError(f"{path}: data line {bad[0] + 1} has {len(values[bad[0]])} fields, the header "
-                         f"{len(cols)}: a damaged file")
-    rows = np.array(values, dtype=float).reshape(-1, len(cols))
-    if verify:
-        if "rows" in header:
-            try:
-                want = int(header["rows"])
-            except ValueError:
-                raise ValueError(f"{path}: its header line 'rows: {header['rows']}' is not a count") from None
-            if want != len(rows):
-                raise ValueError(f"{path}: truncated or incomplete: its header states {want} rows, it holds "
-                                 f"{len(rows)}; rerun the figure to rewrite it")
-        else:
-            warnings.warn(f"{path} states no row count (written by an older aim_tutorial): its completeness "
-                          "cannot be checked", UserWarning, stacklevel=2)
-        man = _manifest_path(path)
-        if os.path.exists(man):
-            try:
-                with open(man, encoding="utf-8") as f:
-                    entry = json.load(f)["files"]["csv"]
-                want_sha, want_rows, want_name = entry["sha256"], int(entry["rows"]), entry["name"]
-            except (OSError, ValueError, KeyError, TypeError) as e:
-                raise ValueError(f"{path}: its manifest {man} cannot be read ({e!r})") from None
-            if want_name != os.path.basename(path):
-                raise ValueError(f"{path}: its manifest {man} describes {want_name}, not this file")
-            import hashlib
-
-            if hashlib.sha256(raw).hexdigest() != want_sha or want_rows != len(rows):
-                raise ValueError(
-                    f"{path} does not match its manifest {man} (SHA-256 or row count differ: "
-                    f"{len(rows)} rows, {want_rows} recorded): an incomplete or interrupted write, or an "
-                    "edit; rerun the figure to rewrite both (read_data(..., verify=False) reads it anyway)"
-                )
-    name = header["aim_tutorial reproduce"].split(":")[0]
-    return FigureData(name, cols, rows, json.loads(header["params"]))
+    f = datafiles.read(path, verify=verify)
+    name = f.header["title"].split(":")[0]
+    if f.table is None or name not in FIGURES:
+        raise ValueError(f"{path}: not a CSV written by aim_tutorial.reproduce (its title names no figure)")
+    cols = f.columns
+    rows = np.column_stack([np.asarray(f.table[c], dtype=float) for c in cols]).reshape(-1, len(cols))
+    man = _manifest_path(path)
+    if verify and os.path.exists(man):
+        try:
+            with open(man, encoding="utf-8") as fm:
+                entry = json.load(fm)["files"]["csv"]
+            want_sha, want_rows, want_name = entry["sha256"], int(entry["rows"]), entry["name"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"{path}: its manifest {man} cannot be read ({e!r})") from None
+        if want_name != os.path.basename(path):
+            raise ValueError(f"{path}: its manifest {man} describes {want_name}, not this file")
+        with open(path, "rb") as fb:
+            raw = fb.read()
+        if hashlib.sha256(raw).hexdigest() != want_sha or want_rows != len(rows):
+            raise ValueError(
+                f"{path} does not match its manifest {man} (SHA-256 or row count differ: "
+                f"{len(rows)} rows, {want_rows} recorded): an incomplete or interrupted write, or an "
+                "edit; rerun the figure to rewrite both (read_data(..., verify=False) reads it anyway)"
+            )
+    return FigureData(name, cols, rows, f.header["params"])
 
 
 def read_manifest(out: str, name: str, *, verify: bool = True) -> dict:

@@ -25,7 +25,6 @@ Usage:
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 import subprocess
@@ -45,33 +44,32 @@ DATA = Path(aim.__file__).resolve().parent / "data"
 PART_IDS = {"softmax": 1, "hardmax": 2, "finite": 3, "speed": 4, "softmax150": 5}
 
 
+TITLES = {"softmax": "GAMP-RIE against the state evolution, softmax, T = 2, 3, 4 (chapter 5)",
+          "softmax150": "GAMP-RIE against the state evolution, softmax at d = 150 (chapter 5)",
+          "hardmax": "GAMP-RIE against the state evolution, hardmax (chapter 5)",
+          "finite": "GAMP-RIE's error against d at one alpha: the finite-size study (chapter 5)",
+          "speed": "GAMP-RIE's wall time and memory against the published implementation (chapter 5)"}
+
+
 def header(part, params):
-    return {
-        "script": "scripts/amp_experiments.py",
-        "part": part,
-        "seed": SEED,
-        "params": params,
-        "rie_outside": RIE_OUTSIDE,
-        "aim_tutorial_version": aim.__version__,
-        "jax_version": jax.__version__,
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": f"{os.cpu_count()} CPU cores, {jax.devices()[0].platform}",
-    }
+    title = TITLES[part] + (", with the RIE continued off the support" if RIE_OUTSIDE != "edge" else "")
+    return aim.datafiles.make_header(
+        title, command=" ".join(["python scripts/amp_experiments.py"] + sys.argv[1:]), seed=SEED,
+        params=dict(params, part=part, rie_outside=RIE_OUTSIDE),
+        notes=[f"machine: {os.cpu_count()} CPU cores, {jax.devices()[0].platform}"])
 
 
-def instance(part, *idx):
-    """Keys of one instance: teacher, data, AMP initialisation (all from SEED)."""
+def instance_key(part, *idx):
+    """The key of one instance (teacher, data, AMP initialisation: aim.make_instance), from SEED."""
     k = jax.random.fold_in(jax.random.key(SEED), PART_IDS[part])
     for i in idx:
         k = jax.random.fold_in(k, int(i))
-    return jax.random.split(k, 3)
+    return k
 
 
 def make_instance(part, d, T, alpha, channel, idx):
     """Teacher, data and AMP initialisation key of one instance."""
-    k_teacher, k_data, k_init = instance(part, *idx)
-    S = aim.sample_teacher(k_teacher, d, RHO)
-    X, y = aim.sample_data(k_data, S, n=int(round(alpha * d * d)), T=T, channel=channel)
+    S, X, y, _, k_init = aim.make_instance(instance_key(part, *idx), d, RHO, alpha, T, channel)
     return S, X, y, k_init
 
 
@@ -87,17 +85,13 @@ def run_one(part, d, T, alpha, channel, idx, **kw):
 def load_previous(part):
     """Results already stored for ``part`` (the script resumes where it stopped)."""
     path = DATA / f"amp_{part}{SUFFIX}.json"
-    if path.exists():
-        with open(path) as f:
-            return json.load(f)
-    return {}
+    return aim.datafiles.read(str(path)).content if path.exists() else {}
 
 
 def save(part, params, body):
     DATA.mkdir(exist_ok=True)
     path = DATA / f"amp_{part}{SUFFIX}.json"
-    with open(path, "w") as f:
-        json.dump({"header": header(part, params), **body}, f, indent=1)
+    aim.datafiles.write_document(str(path), body, header(part, params))
     print(f"wrote {path}", flush=True)
 
 
@@ -191,9 +185,7 @@ SPEED_CHILD = r"""
 import json, resource, sys, time
 import jax, aim_tutorial as aim
 d, T, alpha, seed = 150, 3, 0.05, int(sys.argv[1])
-k1, k2, k3 = jax.random.split(jax.random.key(seed), 3)
-S = aim.sample_teacher(k1, d, 0.5)
-X, y = aim.sample_data(k2, S, n=int(round(alpha * d * d)), T=T)
+S, X, y, _, k3 = aim.make_instance(jax.random.key(seed), d, 0.5, alpha, T)
 jax.block_until_ready((X, y))
 t0 = time.perf_counter(); aim.gamp_rie(X, y, 0.5, key=k3, S_true=S, max_iter=3, rie_outside=sys.argv[2]); t_compile = time.perf_counter() - t0
 c0 = time.process_time(); t0 = time.perf_counter()

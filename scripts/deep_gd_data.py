@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 
 import jax
@@ -31,7 +32,7 @@ import numpy as np
 
 import aim_tutorial as aim
 from aim_tutorial import deep
-from aim_tutorial.config import provenance
+from aim_tutorial import datafiles
 
 X_MAIN = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)
 X_SKIP = (1.0, 2.0, 3.0)
@@ -66,11 +67,8 @@ def run_point(seed, d, T, c, rhos, x, n_init, steps, lr):
     # teacher and tokens depend on (seed, T, x, rhos) only, so the skip sweep shares them with main
     key = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), T), int(round(1000 * x)))
     key = jax.random.fold_in(key, int(round(1000 * rhos[0])) * 10000 + int(round(1000 * rhos[1])))
-    k_teach, k_data, k_init = jax.random.split(key, 3)
-    Ss = deep.sample_deep_teacher(k_teach, d, list(rhos))
     alpha = x / (T * T + T - 2)
-    n = max(1, int(round(alpha * d * d)))
-    X, y = aim.sample_data(k_data, Ss, n=n, T=T, channel="deep", beta=1.0, c=c)
+    Ss, X, y, n, k_init = aim.make_instance(key, d, list(rhos), alpha, T, "deep", beta=1.0, c=c)
     t0 = time.time()
     res = deep.train_deep_gd(k_init, X, y, list(rhos), n_init=n_init, steps=steps, lr=lr, beta=1.0, c=c,
                              S_true=Ss)
@@ -98,27 +96,26 @@ def main(argv=None):
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "aim_tutorial", "data",
                                                "deep_gd.csv"))
     a = p.parse_args(argv)
-    header = [
-        "# Two-layer students on deep attention (chapter 7 of the aim-tutorial book).",
-        *(f"# {line}" for line in provenance("scripts/deep_gd_data.py", argv)),
-        f"# d = {a.d}, L = 2, beta = 1, noiseless deep softmax attention; students of matched widths, "
-        f"n_init = {a.n_init}, optimizer = adam, lr = {a.lr}, steps = {a.steps}, full batch",
-        f"# seed = {a.seed}: key(seed) folded with (T, 1000 x, widths); teachers, tokens and inits from it "
-        "(the skip sweep reuses the teachers and tokens of main)",
-        "# errors are ||S - S_l||_F^2 / d for layer l = 1, 2; single*_mean/std over students; avg* is the "
-        "error of the mean of the students; n = round(alpha d^2); x = alpha (T^2 + T - 2)",
-    ]
+    command = ("python scripts/deep_gd_data.py " + " ".join(sys.argv[1:] if argv is None else argv)).strip()
+    header = datafiles.make_header(
+        "Two-layer students on deep attention (chapter 7 of the aim-tutorial book).", command=command,
+        seed=a.seed, params=dict(d=a.d, L=2, beta=1.0, noise=0.0, channel="deep", n_init=a.n_init,
+                                 optimizer="adam", lr=a.lr, steps=a.steps, batch="full", T=a.T, sweeps=a.sweep),
+        notes=[
+            f"d = {a.d}, L = 2, beta = 1, noiseless deep softmax attention; students of matched widths, "
+            f"n_init = {a.n_init}, optimizer = adam, lr = {a.lr}, steps = {a.steps}, full batch",
+            f"seed = {a.seed}: key(seed) folded with (T, 1000 x, widths), then aim.make_instance: teachers, "
+            "tokens and inits from it (the skip sweep reuses the teachers and tokens of main)",
+            "errors are ||S - S_l||_F^2 / d for layer l = 1, 2; single*_mean/std over students; avg* is the "
+            "error of the mean of the students; n = round(alpha d^2); x = alpha (T^2 + T - 2)",
+        ])
     out = os.path.abspath(a.out)
-    with open(out, "w") as f:
-        f.write("\n".join(header) + "\n" + ",".join(COLS) + "\n")
+    datafiles.write_table(out, {c: [] for c in COLS}, header)
     for sweep, T, c, rhos, x in configurations(a.sweep, a.T, a.x):
         row, vals, fl, nf, secs = run_point(a.seed, a.d, T, c, rhos, x, a.n_init, a.steps, a.lr)
         line = [sweep, T, c, rhos[0], rhos[1], x] + row + [a.seed] + vals + [fl, nf, secs]
-        txt = ",".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in line)
-        with open(out, "a") as f:
-            f.write(txt + "\n")
-        print(txt, flush=True)
-
+        datafiles.append_rows(out, {col: [v] for col, v in zip(COLS, line)}, add_command=False, fmt=".6g")
+        print(",".join(map(str, line)), flush=True)
 
 if __name__ == "__main__":
     main()

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 
 import jax
 import numpy as np
 
 from aim_tutorial import deep
-from aim_tutorial.config import provenance
+from aim_tutorial import datafiles
 
 RHOS = (0.5, 0.5)
 SE_XS = (0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.8, 2.0, 2.5)
@@ -65,33 +66,34 @@ def main(argv=None):
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "aim_tutorial", "data",
                                                "deep_se.csv"))
     a = p.parse_args(argv)
-    header = [
-        "# Per-layer-RIE state evolution of two-layer deep attention, a conjecture (chapter 7 of the aim-tutorial book).",
-        *(f"# {line}" for line in provenance("scripts/deep_se_data.py", argv)),
-        f"# rho = {RHOS}, beta = 1, noiseless, T = {T_SE}, c = {C_SE}; q_hat by Monte Carlo, cross-fitted: se rows "
-        f"n_omega = {a.n_omega}, n_inner from {a.n_inner} (column n_inner: the one used); qhat rows n_omega = {a.n_omega_qhat}, n_inner = {a.n_inner}; "
-        f"bias rows n_omega = {a.n_omega}",
-        f"# solver: undamped steps from V = (1, 1), continued along x, to relative change 3e-2, then scipy's hybr "
-        f"on log F(V) = log V (xtol 1e-6); V_stop 1e-3, V_floor 1e-4, max_iter {a.max_iter} evaluations a point",
-        f"# seed = {a.seed}: key(seed) for every q_hat (common random numbers); qhat rows: q_hat / alpha at the "
-        "given V (q_12 = sqrt(rho_1 rho_2)) with Monte Carlo standard errors se*; bias rows: qh11, qh22 are "
-        "q_hat_ll V_l / x (their sum has limit 1 as V -> 0), se* their standard errors; se rows: se11, se22 the "
-        "relative standard errors of q_hat_11, q_hat_22 at the fixed point, n_inner the M it took",
-    ]
+    command = ("python scripts/deep_se_data.py " + " ".join(sys.argv[1:] if argv is None else argv)).strip()
+    header = datafiles.make_header(
+        "Per-layer-RIE state evolution of two-layer deep attention, a conjecture (chapter 7 of the aim-tutorial "
+        "book).", command=command, seed=a.seed,
+        params=dict(rho=list(RHOS), beta=1.0, noise=0.0, T=T_SE, c=C_SE, n_omega=a.n_omega, n_inner=a.n_inner,
+                    n_omega_qhat=a.n_omega_qhat, max_inner=MAX_INNER, rel_se=REL_SE, max_iter=a.max_iter,
+                    V_stop=1e-3, V_floor=1e-4),
+        notes=[
+            f"rho = {RHOS}, beta = 1, noiseless, T = {T_SE}, c = {C_SE}; q_hat by Monte Carlo, cross-fitted: se "
+            f"rows n_omega = {a.n_omega}, n_inner from {a.n_inner} (column n_inner: the one used); qhat rows "
+            f"n_omega = {a.n_omega_qhat}, n_inner = {a.n_inner}; bias rows n_omega = {a.n_omega}",
+            "solver: undamped steps from V = (1, 1), continued along x, to relative change 3e-2, then scipy's "
+            f"hybr on log F(V) = log V (xtol 1e-6); V_stop 1e-3, V_floor 1e-4, max_iter {a.max_iter} "
+            "evaluations a point",
+            f"seed = {a.seed}: key(seed) for every q_hat (common random numbers); qhat rows: q_hat / alpha at the "
+            "given V (q_12 = sqrt(rho_1 rho_2)) with Monte Carlo standard errors se*; bias rows: qh11, qh22 are "
+            "q_hat_ll V_l / x (their sum has limit 1 as V -> 0), se* their standard errors; se rows: se11, "
+            "se22 the relative standard errors of q_hat_11, q_hat_22 at the fixed point, n_inner the M it took",
+        ])
     out = os.path.abspath(a.out)
-    if a.append:  # the rows below this line come from this command
-        with open(out, "a") as f:
-            f.write("# " + provenance("scripts/deep_se_data.py", argv)[1].replace("command:", "appended by:")
-                    + "\n")
+    if a.append:  # the rows from here on come from this command (the header records it)
+        datafiles.append_rows(out, {c: [] for c in COLS}, command=command)
     else:
-        with open(out, "w") as f:
-            f.write("\n".join(header) + "\n" + ",".join(COLS) + "\n")
+        datafiles.write_table(out, {c: [] for c in COLS}, header)
 
     def write(line):
-        txt = ",".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in line)
-        with open(out, "a") as f:
-            f.write(txt + "\n")
-        print(txt, flush=True)
+        datafiles.append_rows(out, {col: [v] for col, v in zip(COLS, line)}, add_command=False, fmt=".6g")
+        print(",".join(map(str, line)), flush=True)
 
     nan = float("nan")
     key = jax.random.key(a.seed)

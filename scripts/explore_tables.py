@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 
 import numpy as np
 
-from aim_tutorial.config import provenance
+from aim_tutorial import datafiles
 from aim_tutorial.state_evolution import solve_state_evolution
 
 RHOS = (0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0, 1.25, 1.5, 2.0)
@@ -60,26 +61,26 @@ def main(argv=None):
         r = solve_state_evolution(A_HARD, rho, T=2, channel="hardmax", score="published")
         rows += [(2, rho, 0.0, x, m, int(c)) for x, m, c in zip(A_HARD, r.mmse, r.converged)]
         print(f"rho = {rho}: done ({time.time() - t_all:.0f} s)", flush=True)
-    header = [
+    header = datafiles.make_header(
         "State-evolution tables of the explorers of chapter 8 (aim-tutorial book).",
-        *provenance("scripts/explore_tables.py", argv),
-        f"computed in {time.time() - t_all:.0f} s",
-        "deterministic (no seed): aim_tutorial.state_evolution at T = 2",
-        "channel 0 = softmax: x = alpha (T^2 + T - 2), the same curve for every T and beta;",
-        "channel 1 = hardmax, T = 2, exact score: x = alpha",
-        "channel 2 = hardmax, T = 2, published score, noiseless only: x = alpha",
-        "channel 3 = relu (y = max(h, 0)/T), at T = 2: x = alpha (T^2 + T), the same curve for every T",
-        f"rho in {RHOS}; noise Delta in {NOISES}; softmax x = linspace(0, 2, {X_SOFT.size}); "
-        f"hardmax alpha = geomspace(1e-3, 10, {A_HARD.size}); relu x = linspace(0, 3, {X_RELU.size})",
-        "mmse = Q0 - q, the Bayes-optimal error ||S_hat - S||_F^2 / d; "
-        "converged as reported by solve_state_evolution",
-    ]
+        command=("python scripts/explore_tables.py " + " ".join(sys.argv[1:] if argv is None else argv)).strip(),
+        seed=None,
+        params=dict(T=2, rho=list(RHOS), noise=list(NOISES), x_softmax=f"linspace(0, 2, {X_SOFT.size})",
+                    alpha_hardmax=f"geomspace(1e-3, 10, {A_HARD.size})", x_relu=f"linspace(0, 3, {X_RELU.size})",
+                    channels=["softmax", "hardmax", "hardmax (published score)", "relu"]),
+        notes=[
+            f"computed in {time.time() - t_all:.0f} s",
+            "deterministic (no seed): aim_tutorial.solve_state_evolution at T = 2",
+            "channel 0 = softmax: x = alpha (T^2 + T - 2), the same curve for every T and beta;",
+            "channel 1 = hardmax, T = 2, exact score: x = alpha",
+            "channel 2 = hardmax, T = 2, published score, noiseless only: x = alpha",
+            "channel 3 = relu (y = max(h, 0)/T), at T = 2: x = alpha (T^2 + T), the same curve for every T",
+            "mmse = Q0 - q, the Bayes-optimal error ||S_hat - S||_F^2 / d; "
+            "converged as reported by solve_state_evolution",
+        ])
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with open(a.out, "w") as f:
-        f.write("".join(f"# {h}\n" for h in header))
-        f.write("channel,rho,noise,x,mmse,converged\n")
-        for c, rho, nz, x, m, ok in rows:
-            f.write(f"{c},{rho:g},{nz:g},{x:.7g},{m:.7g},{ok}\n")
+    names = ("channel", "rho", "noise", "x", "mmse", "converged")
+    datafiles.write_table(a.out, {name: [r[i] for r in rows] for i, name in enumerate(names)}, header, fmt=".7g")
     print(f"wrote {len(rows)} rows to {a.out} in {time.time() - t_all:.0f} s")
 
 

@@ -16,20 +16,22 @@ Usage:
 
 With several values of ``--d`` the file gains a first column ``d``.
 
-Rows are appended as they are computed, so an interrupted run leaves a usable file.
+Rows are appended as they are computed (each append rewrites the file through a temporary file, with
+its row count), so an interrupted run leaves a complete, usable file.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 
 import jax
 import numpy as np
 
 import aim_tutorial as aim
-from aim_tutorial.config import provenance
+from aim_tutorial import datafiles
 from aim_tutorial.gd import averaged_errors, train_gd
 
 DEFAULT_X = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
@@ -64,24 +66,23 @@ def main(argv=None):
     Ks = [2**j for j in range(int(np.log2(a.n_init)) + 1)]
     cols = ["d", "T", "alpha", "x", "seed", "n", "single_mean", "single_std"] + [f"avg_K{K}" for K in Ks] + [
         "final_loss_mean", "n_finite", "seconds"]
-    header = [
+    command = "python scripts/gd_paper_data.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    params = dict(d=ds, seeds=seeds, first_seed=a.first_seed, T=a.T, x=a.x, rho=a.rho, beta=1.0, noise=0.0,
+                  channel="softmax", n_init=a.n_init, init="W ~ N(0, 1)", optimizer="adam", lr=a.lr,
+                  steps=a.steps, weight_decay=0.0, batch="full")
+    header = datafiles.make_header(
         "Gradient descent on the softmax attention-indexed model (chapter 6 of the aim-tutorial book).",
-        *provenance("scripts/gd_paper_data.py", argv),
-        f"d = {', '.join(map(str, ds))}, rho = {a.rho}, beta = 1, noiseless, n_init = {a.n_init} students (W ~ N(0,1)), "
-        f"optimizer = adam, lr = {a.lr}, steps = {a.steps}, weight_decay = 0, full batch",
-        f"seed = {a.seed}: key(seed) folded with (T, index of x in {DEFAULT_X}, data seed); "
-        "teacher, data and inits from it",
-        "errors are ||S - S_true||_F^2 / d; single_* over the n_init students; avg_KK is the error of the",
-        "mean of the first K students' S; n = round(alpha d^2); x = alpha (T^2 + T - 2)",
-    ]
+        command=command.strip(), seed=a.seed, params=params,
+        notes=[f"the key of a data set: key(seed) folded with (T, index of x in {DEFAULT_X}, data seed), then "
+               "aim.make_instance (teacher, data and the students' initialisation)",
+               "errors are ||S - S_true||_F^2 / d; single_* over the n_init students; avg_KK is the error of the "
+               "mean of the first K students' S; n = round(alpha d^2); x = alpha (T^2 + T - 2); seconds: the "
+               "wall time of a data set"])
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     if a.append and os.path.exists(a.out):
-        with open(a.out, "a") as f:
-            f.write(f"# {header[2]} (appended)\n")
+        datafiles.append_rows(a.out, {c: [] for c in cols}, command=command.strip())
     else:
-        with open(a.out, "w") as f:
-            f.write("".join(f"# {h}\n" for h in header))
-            f.write(",".join(cols) + "\n")
+        datafiles.write_table(a.out, {c: [] for c in cols}, header)
     t_all = time.time()
     base = jax.random.key(a.seed)
     for d, s, T, x in ((d, s, T, x) for d in ds for s in range(a.first_seed, a.first_seed + seeds)
@@ -89,11 +90,8 @@ def main(argv=None):
         # the key depends on the value of x (its index in the default grid), not on the list given
         i = DEFAULT_X.index(x) if x in DEFAULT_X else int(round(1000 * x))
         alpha = x / (T * T + T - 2)
-        n = max(1, int(round(alpha * d * d)))
         k = jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(base, T), i), s)
-        k_s, k_d, k_i = jax.random.split(k, 3)
-        S = aim.sample_teacher(k_s, d, a.rho)
-        X, y = aim.sample_data(k_d, S, n, T)
+        S, X, y, n, k_i = aim.make_instance(k, d, a.rho, alpha, T)
         t0 = time.time()
         res = train_gd(k_i, X, y, a.rho, n_init=a.n_init, steps=a.steps, lr=a.lr, S_true=S,
                        record_every=a.steps, progress=False)
@@ -102,13 +100,11 @@ def main(argv=None):
         dt = time.time() - t0
         row = [d, T, alpha, x, s, n, err.mean(), err.std(ddof=1) if len(err) > 1 else 0.0, *avg,
                float(np.mean(res.final_loss)), int(np.sum(res.finite)), dt]
-        with open(a.out, "a") as f:
-            f.write(",".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in row) + "\n")
+        datafiles.append_rows(a.out, {c: [v] for c, v in zip(cols, row)}, add_command=False, fmt=".6g")
         print(f"d {d} seed {s} T {T} x {x:.2f} n {n}: single {err.mean():.4f} avg{a.n_init} {avg[-1]:.4f} "
               f"({dt:.1f} s, total {time.time() - t_all:.0f} s)", flush=True)
-    with open(a.out, "a") as f:
-        f.write(f"# total wall time {time.time() - t_all:.0f} s\n")
-
+    datafiles.append_rows(a.out, {c: [] for c in cols}, add_command=False,
+                          notes=[f"total wall time {time.time() - t_all:.0f} s ({command.strip()})"])
 
 if __name__ == "__main__":
     main()

@@ -7,7 +7,6 @@ alpha = 0.13 the mean excess is about 0.03 with an instance spread of about
 """
 
 import math
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -590,15 +589,125 @@ def test_stored_runs_state_their_rie_rule_and_the_edge_rule_never_collapses():
     # chapter 5's stored runs: the main files were made with the edge rule (gamp_rie's default), the
     # continuation file with the RIE continued off the support, on the same instances and starts; with the
     # edge rule none of the 144 softmax runs is flagged, with the continuation some are at the smallest alpha
-    import json
+    def load(name):
+        f = aim.datafiles.read(name)
+        return {"header": f.header, **f.content}
 
-    data = Path(aim.__file__).resolve().parent / "data"
-    edge = json.loads((data / "amp_softmax.json").read_text())
-    cont = json.loads((data / "amp_softmax_continuation.json").read_text())
-    assert edge["header"]["rie_outside"] == "edge" and cont["header"]["rie_outside"] == "continuation"
+    edge, cont = load("amp_softmax.json"), load("amp_softmax_continuation.json")
+    rule = {"edge": edge["header"]["params"].pop("rie_outside"),
+            "continuation": cont["header"]["params"].pop("rie_outside")}
+    assert rule == {"edge": "edge", "continuation": "continuation"}
+    assert "--rie-outside continuation" in cont["header"]["commands"][0]
     for part in ("softmax150", "hardmax", "finite"):
-        assert json.loads((data / f"amp_{part}.json").read_text())["header"]["rie_outside"] == "edge"
+        assert aim.datafiles.read(f"amp_{part}.json").header["params"]["rie_outside"] == "edge"
     flagged = [[sum(r["diverged"] for r in p["runs"]) for p in curve] for curve in edge["curves"].values()]
     assert sum(map(sum, flagged)) == 0 and sum(len(p["runs"]) for c in edge["curves"].values() for p in c) == 144
     assert edge["header"]["params"] == cont["header"]["params"]
     assert sum(r["diverged"] for c in cont["curves"].values() for p in c for r in p["runs"]) >= 6
+
+
+# --------------------------------------------------------------------------- the pieces of gamp_rie: options,
+# state, step and stopping policy
+
+
+@pytest.mark.parametrize("field, bad", [
+    ("init", "zeros"), ("c_init", -1.0), ("c_init", np.inf), ("damping", 1.0), ("damping", True),
+    ("max_iter", 0), ("max_iter", 2.0), ("tol", 0.0), ("tol", np.nan), ("min_iter", 0), ("patience", 1),
+    ("q_hat_from", "cube"), ("max_ratio", -1.0), ("stall_patience", 1), ("stall_patience", 2.5),
+    ("adaptive_damping", "yes"), ("rie_outside", "wrap"),
+])
+def test_options_validation_names_the_argument(field, bad):
+    """One validation, GampRieOptions.validated, names the bad field (ValueError or ArgumentTypeError)."""
+    with pytest.raises(ValueError, match=rf"^{field} must"):
+        amp.GampRieOptions(**{field: bad}).validated()
+
+
+def test_options_validated_resolves_and_normalises():
+    assert amp.GampRieOptions().validated().c_init == 2.0
+    opts = amp.GampRieOptions(init="mean", damping=np.float32(0.25), max_iter=np.int64(7)).validated()
+    assert opts.c_init == 1.0 and type(opts.damping) is float and type(opts.max_iter) is int
+    assert opts.validated() == opts  # idempotent
+    with pytest.raises(TypeError, match="options"):
+        amp.gamp_rie_start(np.ones((4, 2, 3)), np.full((4, 2, 2), 0.5), RHO, options=dict(init="mean"))
+
+
+def test_key_is_keyword_only(key):
+    S, X, y, k = _instance(key, 6, 0.5)
+    with pytest.raises(TypeError):
+        aim.gamp_rie(X, y, RHO, "softmax", 1.0, 0.0, k)
+
+
+def _tree_equal(a, b):
+    la, ta = jax.tree_util.tree_flatten(a)
+    lb, tb = jax.tree_util.tree_flatten(b)
+    return ta == tb and all(np.array_equal(np.asarray(x), np.asarray(z), equal_nan=True) for x, z in zip(la, lb))
+
+
+def test_step_is_pure(key):
+    """gamp_rie_step: the same state gives the same new state and record, bit for bit, and the state passed
+    in is left as it was (checked on a copy made before the steps)."""
+    S, X, y, k = _instance(key, 12, 0.5)
+    opts = amp.GampRieOptions(damping=0.3, adaptive_damping=True)
+    problem, state = amp.gamp_rie_start(X, y, RHO, key=k, S_true=S, options=opts)
+    state, _ = amp.gamp_rie_step(problem, state)  # a state with a non-zero Onsager term and S_prev
+    snapshot = jax.tree_util.tree_map(np.array, state)
+    new1, rec1 = amp.gamp_rie_step(problem, state)
+    new2, rec2 = amp.gamp_rie_step(problem, state)
+    assert _tree_equal(state, snapshot)
+    assert _tree_equal(new1, new2) and _tree_equal(tuple(rec1), tuple(rec2))
+    assert new1.it == state.it + 1 == rec1.it and rec1.denoised and rec1.damping == 0.3
+    assert np.array_equal(new1.S_prev, state.S_hat)
+
+
+def test_driver_is_start_step_stop(key):
+    """gamp_rie is the loop start -> step until stop, rows of the denoised iterations as the history."""
+    S, X, y, k = _instance(key, 12, 0.5)
+    res = aim.gamp_rie(X, y, RHO, key=k, S_true=S, max_iter=12, damping=0.2)
+    problem, state = amp.gamp_rie_start(X, y, RHO, key=k, S_true=S,
+                                        options=amp.GampRieOptions(max_iter=12, damping=0.2))
+    policy = amp.GampRieStopPolicy.from_options(problem.options, problem.rho)
+    rows, status = [], None
+    while status is None:
+        state, record = amp.gamp_rie_step(problem, state)
+        rows.append(record)
+        status = amp.gamp_rie_stop(policy, record, [r.residual for r in rows])
+    assert status == res.status and state.it == res.n_iter and np.array_equal(state.S_hat, res.S_hat)
+    assert np.array_equal([r.error for r in rows], res.history.error)
+
+
+def test_stop_policy_returns_each_status():
+    """gamp_rie_stop on synthetic records: every rule, in its order of precedence."""
+    stop = amp.gamp_rie_stop
+    policy = amp.GampRieStopPolicy(max_residual=225.0, tol=1e-5, min_iter=3, max_iter=50, patience=4,
+                                   max_ratio=10.0, stall_patience=5, rie_outside="edge")
+    ok = amp.GampRieRecord(it=10, residual=2e-3, q_hat=2.0, delta=0.5, mmse_pred=0.3, nishimori_ratio=1.0,
+                           grow=0, best_residual=2e-3, best_it=10)
+    assert stop(policy, ok) is None
+    assert stop(policy, ok._replace(q_hat=math.nan, denoised=False)) == (
+        "diverged at iteration 10: q_hat = nan is not a positive number")
+    assert stop(policy, ok._replace(q_hat=-1.0)).endswith("q_hat = -1.0 is not a positive number")
+    assert stop(policy, ok._replace(prior_input_finite=False)) == "diverged at iteration 10: non-finite prior input R"
+    assert stop(policy, ok._replace(estimate_finite=False)) == "diverged at iteration 10: non-finite estimate"
+    exploded = ok._replace(residual=300.0)
+    assert stop(policy, exploded) == "diverged at iteration 10: residual 300 exploded"
+    assert stop(policy._replace(rie_outside="continuation"), exploded).endswith(
+        "amplifies edge eigenvalues by 2 Delta = 1: try rie_outside='edge'")
+    collapse = stop(policy, ok._replace(nishimori_ratio=12.0))
+    assert collapse.startswith("diverged at iteration 10: collapse, the output residuals are 12 times larger")
+    assert "rie_outside='edge'" not in collapse
+    assert "(q_hat_from='derivative' is no cure)" in stop(policy._replace(rie_outside="continuation"),
+                                                          ok._replace(nishimori_ratio=np.nan))
+    assert stop(policy._replace(max_ratio=np.inf), ok._replace(nishimori_ratio=1e9)) is None
+    assert stop(policy, ok._replace(grow=4)) == "diverged at iteration 10: residual grew 4 iterations in a row"
+    assert stop(policy, ok._replace(grow=4, residual=1e-4)) is None  # grown, but below 100 tol
+    assert stop(policy, ok._replace(residual=1e-6)) == "converged"
+    assert stop(policy, ok._replace(residual=1e-6, it=2)) is None  # before min_iter
+    residuals = [0.5, 1e-4, 2e-4, 1.5e-4, 2e-4, 3e-4, 2e-4]
+    stalled = ok._replace(it=7, residual=2e-4, best_residual=1e-4, best_it=2)
+    assert stop(policy, stalled, residuals).startswith("stationary: the residual stopped decreasing (smallest")
+    jumping = [0.5, 0.1, 0.6, 0.7, 0.6, 0.7, 0.6]
+    osc = stop(policy, stalled._replace(residual=0.6, best_residual=0.1), jumping)
+    assert osc.startswith("oscillating: not converged") and "over the last 6 iterations" in osc
+    assert stop(policy._replace(stall_patience=None), stalled, residuals) is None
+    assert stop(policy, ok._replace(it=50, best_it=50)) == "max_iter"
+    assert stop(policy._replace(max_iter=10), ok) == "max_iter"

@@ -13,7 +13,7 @@ def test_tables_cover_every_control_and_converged():
     tab = explore.load_tables()
     assert tab.converged.all()
     assert {0.05, 0.5, 1.0, 2.0} <= set(tab.rhos) and tab.noises[0] == 0.0 and len(tab.noises) >= 3
-    assert any(line.startswith("command: python scripts/explore_tables.py") for line in tab.header)
+    assert tab.header["commands"] == ["python scripts/explore_tables.py"] and tab.header["seed"] is None
     for rho in tab.rhos:
         for noise in tab.noises:
             x, m = tab.curve("softmax", rho, noise)

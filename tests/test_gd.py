@@ -1,5 +1,6 @@
 """Tests of aim_tutorial.gd: the student's algebra, the optimiser, averaging, validation."""
 
+import inspect
 from pathlib import Path
 
 import jax
@@ -131,6 +132,16 @@ def test_overparametrised_width_and_records(key):
     assert no_truth.error_students is None and no_truth.error_mean is None
 
 
+def test_options_are_keyword_only(key):
+    # the key, the data and the model size are positional; every option after them is keyword-only
+    params = inspect.signature(train_gd).parameters.values()
+    assert [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD] == ["key", "X", "y", "rho"]
+    assert all(p.kind is p.KEYWORD_ONLY for p in params if p.name not in ("key", "X", "y", "rho"))
+    S, X, y = _problem(key, d=8, alpha=0.1)
+    with pytest.raises(TypeError, match="positional"):
+        train_gd(key, X, y, 0.5, 2)
+
+
 @pytest.mark.parametrize(
     "kwargs, name",
     [
@@ -163,7 +174,7 @@ def test_precomputed_grid():
     # single student of K = 1; the average vanishes past perfect recovery (x = 1, T = 2)
     data = aim.gd.load_gd_data()
     tab = data.table
-    assert data.d == 80 and any("seed = 6" in h for h in data.header)
+    assert data.d == 80 and data.header["seed"] == 6 and data.header["params"]["lr"] == 0.1
     assert set(tab["T"].astype(int)) == {2, 3, 4, 5, 6}
     np.testing.assert_allclose(tab["x"], tab["alpha"] * (tab["T"] ** 2 + tab["T"] - 2), rtol=1e-4)
     assert np.all(tab["n_finite"] == 32)
@@ -194,7 +205,7 @@ def test_precomputed_finite_size_study():
     # helps, and the 1/K law fits every data set (the chapter fits e_inf + b/K on each)
     data = aim.gd.load_gd_data("gd_finite_size.csv")
     tab = data.table
-    assert data.d is None and any("--d 40 60 80 100 120" in h for h in data.header)
+    assert data.d is None and "--d 40 60 80 100 120" in data.header["commands"][0]
     for d in (40, 60, 80, 100, 120):
         for T in (2, 4):
             for x in (0.4, 0.6):
@@ -221,8 +232,10 @@ def test_gd_paper_data_writes_a_d_column_for_several_sizes(tmp_path):
     out = tmp_path / "fs.csv"
     mod.main(["--d", "6", "8", "--seeds", "1", "--x", "0.4", "--T", "2", "--n-init", "2", "--steps", "3",
               "--out", str(out)])
+    written = aim.datafiles.read(out)
+    assert written.header["params"]["d"] == [6, 8] and written.header["rows"] == 2
+    assert written.header["commands"][0].startswith("python scripts/gd_paper_data.py --d 6 8")
     lines = out.read_text().splitlines()
-    assert any(line.startswith("# d = 6, 8, rho") for line in lines)
     rows = [line for line in lines if not line.startswith("#")]
     assert rows[0].startswith("d,T,alpha,x,seed,n,")
     assert [r.split(",")[0] for r in rows[1:]] == ["6", "8"]

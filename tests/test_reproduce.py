@@ -71,7 +71,8 @@ def test_softmax_se_smoke_files_and_claims(tmp_path):
         assert os.path.getsize(p) > 0
     with open(res.csv) as f:
         text = f.read()
-    assert "# seed: 3" in text and "# scale: smoke" in text and "aim_tutorial: " in text
+    assert "# seed: 3\n" in text and '"scale": "smoke"' in text and '"aim_tutorial": ' in text
+    assert "# commands: [\"python -m aim_tutorial reproduce softmax-se --scale smoke --seed 3\"]" in text
     back = rp.read_data(res.csv)
     assert back.columns == res.data.columns and back.name == "softmax-se"
     np.testing.assert_allclose(back.rows, res.data.rows, rtol=1e-9)
@@ -242,17 +243,20 @@ def test_reproduce_writes_a_consistent_set_with_a_manifest(tmp_path, fake_comput
 
 
 def _fault_csv(monkeypatch):
-    # the computation returns rows that fail after 5 have been written (a full disk mid-CSV)
-    class Rows(np.ndarray):
-        def __iter__(self):
-            for i, r in enumerate(np.ndarray.__iter__(self)):
-                if i == 5:
-                    raise OSError(28, "No space left on device (injected)")
-                yield r
+    # the disk fills after the header and 5 rows of the CSV have been written
+    real = rp._write_csv
 
-    monkeypatch.setattr(rp, "compute_figure",
-                        lambda name, scale, seed, progress=False: _fake_data(name, scale, seed)._replace(
-                            rows=_fake_data(name, scale, seed).rows.view(Rows)))
+    def partial(f, data, scale, seed):
+        class Full:
+            def write(self, text):
+                lines = text.splitlines(keepends=True)
+                n_header = sum(line.startswith("#") for line in lines) + 1
+                f.write("".join(lines[:n_header + 5]))
+                raise OSError(28, "No space left on device (injected)")
+
+        real(Full(), data, scale, seed)
+
+    monkeypatch.setattr(rp, "_write_csv", partial)
     return OSError
 
 
@@ -395,7 +399,7 @@ def test_read_data_refuses_a_truncated_csv(tmp_path):
     with pytest.raises(ValueError, match=r"softmax-se\.csv: truncated"):
         rp.read_data(str(path))
     path.write_text("".join(lines[:3]))  # cut inside the header
-    with pytest.raises(ValueError, match=r"softmax-se\.csv: not a complete CSV"):
+    with pytest.raises(ValueError, match=r"softmax-se\.csv: not a table written by aim_tutorial"):
         rp.read_data(str(path))
 
 
@@ -418,13 +422,15 @@ def test_read_data_checks_the_manifest(tmp_path, fake_compute):
     assert rp.read_manifest(str(tmp_path), "softmax-se", verify=False)["seed"] == 0
 
 
-def test_read_data_warns_on_a_csv_without_a_row_count(tmp_path):
+def test_read_data_refuses_a_csv_without_a_row_count(tmp_path):
+    # the header's row count is what detects truncation: a file without one (hand-made, or of an older
+    # format) is refused, naming what it lacks
     path = tmp_path / "old.csv"
     rp.write_data(_fake_data(), str(path), "smoke", 0)
     path.write_text("".join(line for line in path.read_text().splitlines(keepends=True)
                             if not line.startswith("# rows:")))
-    with pytest.warns(UserWarning, match="states no row count"):
-        assert len(rp.read_data(str(path)).rows) == 48
+    with pytest.raises(ValueError, match=r"old\.csv: its header lacks \['rows'\]"):
+        rp.read_data(str(path))
 
 
 @pytest.fixture
