@@ -524,7 +524,7 @@ class GampRieStopPolicy(NamedTuple):
                    stall_patience=options.stall_patience, rie_outside=options.rie_outside)
 
 
-def gamp_rie_start(X, y, rho: float, channel: str = "softmax", beta: float = 1.0, noise: float = 0.0, *,
+def gamp_rie_start(X, y, rho: float, *, channel: str = "softmax", beta: float = 1.0, noise: float = 0.0,
                    key: Optional[jax.Array] = None, S_true=None, score: str = "exact", log_outputs: bool = False,
                    options: Optional[GampRieOptions] = None) -> tuple[GampRieProblem, GampRieState]:
     """Check the data and settings of a GAMP-RIE run and build its problem and starting state.
@@ -723,10 +723,10 @@ def gamp_rie(
     X,
     y,
     rho: float,
+    *,
     channel: str = "softmax",
     beta: float = 1.0,
     noise: float = 0.0,
-    *,
     key: Optional[jax.Array] = None,
     S_true=None,
     init: str = "prior",
@@ -818,7 +818,7 @@ def gamp_rie(
                              min_iter=min_iter, patience=patience, q_hat_from=q_hat_from, max_ratio=max_ratio,
                              stall_patience=stall_patience, adaptive_damping=adaptive_damping,
                              rie_outside=rie_outside)
-    problem, state = gamp_rie_start(X, y, rho, channel, beta, noise, key=key, S_true=S_true, score=score,
+    problem, state = gamp_rie_start(X, y, rho, channel=channel, beta=beta, noise=noise, key=key, S_true=S_true, score=score,
                                     log_outputs=log_outputs, options=options)
     policy = GampRieStopPolicy.from_options(problem.options, problem.rho)
     hist = {k: [] for k in GampRieHistory._fields}
@@ -846,10 +846,10 @@ def gamp_rie_state_evolution(
     alpha: float,
     rho: float,
     T: int = 2,
+    *,
     channel: str = "softmax",
     beta: float = 1.0,
     noise: float = 0.0,
-    *,
     c_init: Optional[float] = None,
     n_iter: int = 50,
     damping: float = 0.0,

@@ -24,7 +24,6 @@ __all__ = [
     "SCALES",
     "scale",
     "sizes",
-    "provenance",
 ]
 
 jax.config.update("jax_enable_x64", True)
@@ -155,29 +154,3 @@ def sizes(chapter: str) -> MappingProxyType:
     if chapter not in _SIZES:
         raise ValueError(f"chapter must be one of {sorted(_SIZES)}, got {chapter!r}")
     return MappingProxyType(dict(_SIZES[chapter][scale()]))
-
-
-def provenance(script: str, argv=None) -> list:
-    """The two provenance lines of a data file written by ``script``: when, which versions, and the command.
-
-    ``["written by SCRIPT on DATE UTC, aim_tutorial V, jax V, device P, MACHINE", "command: python SCRIPT ARGS"]``,
-    with ``ARGS`` from ``argv`` (default ``sys.argv[1:]``). The scripts in ``scripts/`` put them in their headers.
-
-    Example:
-        >>> from aim_tutorial.config import provenance
-        >>> provenance("scripts/x.py", ["--d", "80"])[1]
-        'command: python scripts/x.py --d 80'
-    """
-    import datetime
-    import platform
-    import sys
-
-    from . import __version__
-
-    args = sys.argv[1:] if argv is None else argv
-    now = datetime.datetime.now(datetime.timezone.utc)
-    return [
-        f"written by {script} on {now:%Y-%m-%d %H:%M} UTC, aim_tutorial {__version__}, jax {jax.__version__}, "
-        f"device {jax.devices()[0].platform}, {platform.processor() or platform.machine()}",
-        f"command: python {script} {' '.join(args)}".rstrip(),
-    ]

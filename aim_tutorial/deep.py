@@ -137,18 +137,11 @@ def _finite_output(what, out, *inputs):
 
 
 def _deep_output(hs, beta, c):
-    """:func:`deep_output` without validation (traced inside training)."""
-    T = hs.shape[-1]
-    eye = jnp.eye(T, dtype=hs.dtype)
-    B = jnp.broadcast_to(eye, hs.shape[1:])
-    L = hs.shape[0]
-    for ell in range(L):
-        A = B @ hs[ell] @ jnp.swapaxes(B, -1, -2)
-        P = jax.nn.softmax(beta * A, axis=-1)
-        if ell == L - 1:
-            return P
-        B = (c * eye + P) @ B
-    raise AssertionError("unreachable")
+    """:func:`deep_output` without its checks: the forward pass of :func:`aim_tutorial.model.deep_as_aim`
+    on the stacked indices (traced inside training)."""
+    from .model import _deep_forward
+
+    return _deep_forward([hs[ell] for ell in range(hs.shape[0])], beta, c)
 
 
 def observed_maps_to_indices(P_maps, beta, c):
@@ -339,7 +332,7 @@ def _rhos(rhos):
 # --------------------------------------------------------------------------- the student
 
 
-def deep_student_output(Ws, X, beta=1.0, c=1.0):
+def deep_student_output(Ws, X, *, beta=1.0, c=1.0):
     """A deep student's output, eq. (eq-deep-student), at cost ``O(n T d r)``.
 
     Each layer has tied weights, ``S_l = W_l W_l^T / sqrt(r_l d)``, its own trace
@@ -390,7 +383,7 @@ def _deep_student_output(Ws, X, beta, c):
     return _deep_output(hs, beta, c)
 
 
-def deep_loss(Ws, X, y, beta=1.0, c=1.0):
+def deep_loss(Ws, X, y, *, beta=1.0, c=1.0):
     """Square loss of a deep student, ``(1/d) sum_mu sum_ab (y_hat_ab - y_ab)^2``, eq. (eq-deep-loss).
 
     ``y`` is ``(n, T, T)`` like the output, row-stochastic (checked outside ``jit``); the other

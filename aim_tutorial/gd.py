@@ -276,7 +276,7 @@ def _channel(channel):
     return ch
 
 
-def gd_loss(W: jax.Array, X: jax.Array, y: jax.Array, channel="softmax", beta: float = 1.0,
+def gd_loss(W: jax.Array, X: jax.Array, y: jax.Array, *, channel="softmax", beta: float = 1.0,
             weight_decay: float = 0.0) -> jax.Array:
     """The training loss of one student, eq. (eq-gd-loss).
 
@@ -322,7 +322,7 @@ def _errors(Ws, S_true):
     return err, err_mean
 
 
-def averaged_errors(S_students: jax.Array, S_true: jax.Array, Ks=None) -> np.ndarray:
+def averaged_errors(S_students: jax.Array, S_true: jax.Array, *, Ks=None) -> np.ndarray:
     """Error of the average of the first ``K`` students, ``||mean_{k<K} S_k - S||_F^2 / d``.
 
     If the students were independent posterior samples this would be
@@ -463,7 +463,7 @@ class _ChannelLoss(NamedTuple):
     channel: object
 
     def __call__(self, W, X, y, beta, weight_decay):
-        return gd_loss(W, X, y, self.channel, beta, weight_decay)
+        return gd_loss(W, X, y, channel=self.channel, beta=beta, weight_decay=weight_decay)
 
 
 def _train_students(W0, student_loss, X, y, params, *, rhos, steps, lr, optimizer="adam", errors=None, S_true=None,

@@ -178,7 +178,7 @@ def hardmax(h: jax.Array) -> jax.Array:
     return jax.nn.one_hot(jnp.argmax(h, axis=-1), h.shape[-1], dtype=h.dtype)
 
 
-def apply_channel(h: jax.Array, channel: Channel = "softmax", beta: float = 1.0) -> jax.Array:
+def apply_channel(h: jax.Array, channel: Channel = "softmax", *, beta: float = 1.0) -> jax.Array:
     """The noiseless output function ``g(h)`` of a single-layer channel.
 
     Args:
@@ -202,7 +202,7 @@ def apply_channel(h: jax.Array, channel: Channel = "softmax", beta: float = 1.0)
     return chs.get(channel).output(h, beta)
 
 
-def deep_as_aim(hs: Sequence[jax.Array], beta: float = 1.0, c: float = 1.0) -> jax.Array:
+def deep_as_aim(hs: Sequence[jax.Array], *, beta: float = 1.0, c: float = 1.0) -> jax.Array:
     """Deep attention written as an AIM: the output from the indices ``h^1..h^L`` alone.
 
     ``B_0 = I``; ``A_l = B_{l-1} h^l B_{l-1}^T``; ``B_l = (c I + softmax_beta(A_l)) B_{l-1}``;
@@ -221,17 +221,27 @@ def deep_as_aim(hs: Sequence[jax.Array], beta: float = 1.0, c: float = 1.0) -> j
         if np.shape(h)[-1] != np.shape(h)[-2] or np.shape(h) != np.shape(hs[0]):
             raise ValueError(f"hs[{ell}] must have the shape (..., T, T) of hs[0], {np.shape(hs[0])}, "
                              f"got {np.shape(h)}")
-    hs = [jnp.asarray(h) for h in hs]
+    out = _deep_forward([jnp.asarray(h) for h in hs], beta, c)
+    if not (_checks._traced(out) or _checks._traced(beta) or _checks._traced(c)
+            or any(_checks._traced(h) for h in hs)) and not bool(jnp.all(jnp.isfinite(out))):
+        raise ValueError("deep_as_aim: the output is not finite although hs, beta and c are: B_l = (c I + P_l) "
+                         "B_(l-1) grows like (1 + |c|)^l and beta A_l overflowed; use a smaller |c|, beta or hs")
+    return out
+
+
+def _deep_forward(hs, beta, c):
+    """The forward pass of :func:`deep_as_aim` without checks (traceable; ``hs`` a sequence of
+    ``(..., T, T)`` arrays, e.g. the rows of a stacked ``(L, ..., T, T)`` array)."""
     T = hs[0].shape[-1]
     B = jnp.broadcast_to(jnp.eye(T, dtype=hs[0].dtype), hs[0].shape)
     for h in hs[:-1]:
-        P = softmax(B @ h @ jnp.swapaxes(B, -1, -2), beta)
+        P = jax.nn.softmax(beta * (B @ h @ jnp.swapaxes(B, -1, -2)), axis=-1)
         B = (c * jnp.eye(T, dtype=h.dtype) + P) @ B
-    return softmax(B @ hs[-1] @ jnp.swapaxes(B, -1, -2), beta)
+    return jax.nn.softmax(beta * (B @ hs[-1] @ jnp.swapaxes(B, -1, -2)), axis=-1)
 
 
 def deep_attention_literal(
-    X: jax.Array, Ss: Sequence[jax.Array], beta: float = 1.0, c: float = 1.0
+    X: jax.Array, Ss: Sequence[jax.Array], *, beta: float = 1.0, c: float = 1.0
 ) -> jax.Array:
     """Deep attention computed layer by layer on the tokens, the first line of eq. (eq-deep).
 
@@ -273,12 +283,12 @@ def sample_data(
     S,
     n: int,
     T: int,
+    *,
     channel: Channel = "softmax",
     beta: float = 1.0,
     noise: float = 0.0,
     c: float = 1.0,
     label_noise: float = 0.0,
-    *,
     log_outputs: bool = False,
 ):
     """Sample ``n`` sequences of the attention-indexed model, definition (def-aim) of chapter 1.
@@ -352,7 +362,7 @@ def sample_data(
         d = np.shape(Ss[0])[0]
         X = sample_tokens(k_x, n, T, d)
         hs = [_indices(X, jnp.asarray(S_l)) for S_l in Ss]
-        y = deep_as_aim(hs, beta, c)
+        y = deep_as_aim(hs, beta=beta, c=c)
     else:
         if isinstance(S, (list, tuple)):
             raise ValueError("S must be one (d, d) matrix unless channel='deep'")
@@ -367,7 +377,7 @@ def sample_data(
         elif isinstance(channel, (str, chs.Channel)):
             y = chs.get(channel).draw(jax.random.fold_in(k_label, 1), h, beta)
         else:
-            y = apply_channel(h, channel, beta)
+            y = apply_channel(h, channel, beta=beta)
     if label_noise > 0:
         y = y + jnp.sqrt(label_noise) * jax.random.normal(k_label, y.shape)
     return X, y
@@ -413,8 +423,8 @@ class Instance(NamedTuple):
     key: jax.Array
 
 
-def make_instance(key: jax.Array, d: int, rho, alpha: float, T: int = 2,
-                  channel: Channel = "softmax", *, beta: float = 1.0, noise: float = 0.0,
+def make_instance(key: jax.Array, d: int, rho, alpha: float, T: int = 2, *,
+                  channel: Channel = "softmax", beta: float = 1.0, noise: float = 0.0,
                   c: float = 1.0, label_noise: float = 0.0, log_outputs: bool = False) -> Instance:
     """Teacher, data and sizes of one instance, with the package's one key scheme.
 
@@ -449,5 +459,6 @@ def make_instance(key: jax.Array, d: int, rho, alpha: float, T: int = 2,
         S = [sample_teacher(k, d, r) for k, r in zip(jax.random.split(k_teacher, len(rhos)), rhos)]
     else:
         S = sample_teacher(k_teacher, d, rho)
-    X, y = sample_data(k_data, S, n, T, channel, beta, noise, c, label_noise, log_outputs=log_outputs)
+    X, y = sample_data(k_data, S, n, T, channel=channel, beta=beta, noise=noise, c=c, label_noise=label_noise,
+                       log_outputs=log_outputs)
     return Instance(S, X, y, n, k_algorithm)

@@ -45,7 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.fft
 
-from . import _checks
+from . import _checks, rmt
 
 __all__ = [
     "DenoisingSpectrum",
@@ -148,14 +148,6 @@ def sample_equivalent_indices(key: jax.Array, Q, n: int, T: int) -> jax.Array:
 # 2. The spectral density of Y = S + sqrt(Delta) Z and its logarithmic energy
 
 
-def _cubic(x, delta, rho):
-    """Coefficients (highest first) of the cubic for G(x), eq. (eq-rmt-cubic) of chapter 2."""
-    s = np.sqrt(rho)
-    x = np.asarray(x, dtype=float)
-    one = np.ones_like(x)
-    return np.stack([delta / s * one, -(x / s + delta), x + 1 / s - s, -one], axis=-1)
-
-
 def _discriminant_poly(delta, rho):
     """Discriminant of the cubic in G as a polynomial in x (numpy.polynomial, low first)."""
     P = np.polynomial.Polynomial
@@ -168,17 +160,8 @@ def _discriminant_poly(delta, rho):
 
 
 def _support(delta, rho):
-    disc = _discriminant_poly(delta, rho)
-    roots = disc.roots()
-    real = np.sort(roots[np.abs(roots.imag) < 1e-7 * (1 + np.abs(roots.real))].real)
-    real = real[np.concatenate([[True], np.diff(real) > 1e-12])] if real.size else real
-    intervals = []
-    for lo, hi in itertools.pairwise(real):
-        if disc((lo + hi) / 2) < 0:  # one real root and a complex pair: inside the support
-            intervals.append((lo, hi))
-    if not intervals:  # pragma: no cover - excluded by theory (the density has mass 1)
-        raise RuntimeError(f"no support found for delta={delta}, rho={rho}")
-    return np.array(intervals)
+    """The intervals of the support, from :func:`aim_tutorial.rmt.support_edges` (chapter 2)."""
+    return np.array(rmt.support_edges(delta, rho), dtype=float)
 
 
 def _split_at_necks(intervals, delta, rho):
@@ -226,20 +209,8 @@ def _end_corrected_weights(weights, intervals, delta, rho, n_nodes):
 
 
 def _density(x, delta, rho):
-    """``mu_Delta(x)`` at points inside the support (the largest ``|Im G|`` / pi)."""
-    coeffs = _cubic(x, delta, rho)
-    comp = np.zeros(coeffs.shape[:-1] + (3, 3))
-    comp[..., 0, :] = -coeffs[..., 1:] / coeffs[..., :1]
-    comp[..., 1, 0] = 1.0
-    comp[..., 2, 1] = 1.0
-    roots = np.linalg.eigvals(comp)
-    # one Newton polish of every root (the roots are ill-conditioned near the edges)
-    a, b, c, d = (coeffs[..., k : k + 1] for k in range(4))
-    for _ in range(2):
-        f = ((a * roots + b) * roots + c) * roots + d
-        fp = (3 * a * roots + 2 * b) * roots + c
-        roots = roots - np.where(np.abs(fp) > 1e-300, f / np.where(fp == 0, 1, fp), 0)
-    return np.abs(roots.imag).max(axis=-1) / np.pi
+    """``mu_Delta(x)``: chapter 2's density, :func:`aim_tutorial.rmt.spectral_density`."""
+    return rmt.spectral_density(np.asarray(x, dtype=float), delta, rho)
 
 
 _MAX_NODES = 16384

@@ -187,17 +187,17 @@ def _compute_softmax_se(sz, seed, progress):
 
 
 def _plot_softmax_se(data, fig):
-    from .plotting import COLORS
+    from .plotting import COLORS, error_axes, theory_line
 
     ax1, ax2 = fig.subplots(1, 2, sharey=True)
     T_col, a, x, m = data.column("T"), data.column("alpha"), data.column("x"), data.column("mmse")
     for i, T in enumerate(np.unique(T_col)):
         s = T_col == T
-        ax1.plot(a[s], m[s], color=COLORS[i % len(COLORS)], label=f"T = {int(T)}")
-        ax2.plot(x[s], m[s], color=COLORS[i % len(COLORS)], ls="-" if i == 0 else "--", lw=1.8 - 0.3 * i)
-    ax1.set_xlabel(r"sample complexity $\alpha$")
-    ax1.set_ylabel("mmse")
-    ax2.set_xlabel(r"$\alpha\,(T^2+T-2)$")
+        theory_line(ax1, a[s], m[s], color=COLORS[i % len(COLORS)], label=f"T = {int(T)}")
+        theory_line(ax2, x[s], m[s], color=COLORS[i % len(COLORS)], ls="-" if i == 0 else "--",
+                    lw=1.8 - 0.3 * i)
+    error_axes(ax1, r"sample complexity $\alpha$", "mmse")
+    error_axes(ax2, r"$\alpha\,(T^2+T-2)$", None)
     ax1.legend()
 
 
@@ -215,16 +215,14 @@ def _compute_hardmax_se(sz, seed, progress):
 
 
 def _plot_hardmax_se(data, fig):
-    from .plotting import COLORS
+    from .plotting import COLORS, error_axes, theory_line
 
     ax = fig.subplots()
     sc, a, m = data.column("score"), data.column("alpha"), data.column("mmse")
     for code, label, ls in ((0, "exact score", "-"), (1, "published score", "--")):
         s = sc == code
-        ax.plot(a[s], m[s], ls, color=COLORS[code], label=label)
-    ax.set_xscale("log")
-    ax.set_xlabel(r"sample complexity $\alpha$")
-    ax.set_ylabel("mmse")
+        theory_line(ax, a[s], m[s], ls=ls, color=COLORS[code], label=label)
+    error_axes(ax, r"sample complexity $\alpha$", "mmse", logx=True)
     ax.legend()
 
 
@@ -242,16 +240,14 @@ def _compute_hardmax_rescaled(sz, seed, progress):
 
 
 def _plot_hardmax_rescaled(data, fig):
-    from .plotting import COLORS
+    from .plotting import COLORS, error_axes, theory_line
 
     ax = fig.subplots()
     r, x, m = data.column("rho"), data.column("alpha_over_rho"), data.column("mmse")
     for i, rho in enumerate(np.unique(r)):
         s = r == rho
-        ax.plot(x[s], m[s], color=COLORS[i % len(COLORS)], label=rf"$\rho$ = {rho:g}")
-    ax.set_xscale("log")
-    ax.set_xlabel(r"$\alpha/\rho$")
-    ax.set_ylabel("mmse")
+        theory_line(ax, x[s], m[s], color=COLORS[i % len(COLORS)], label=rf"$\rho$ = {rho:g}")
+    error_axes(ax, r"$\alpha/\rho$", "mmse", logx=True)
     ax.legend()
 
 
@@ -259,7 +255,6 @@ def _plot_hardmax_rescaled(data, fig):
 
 
 def _amp_points(sz, seed, progress, channel, scores_se):
-    import jax
 
     from . import model
     from .amp import gamp_rie
@@ -270,10 +265,7 @@ def _amp_points(sz, seed, progress, channel, scores_se):
     rows = []
     pts = [(i, a, s) for i, a in enumerate(alphas) for s in range(sz["seeds"])]
     for i, a, s in _tqdm(pts, progress, f"GAMP-RIE {channel}, d={d}"):
-        k_s, k_d, k_a = jax.random.split(_key(seed, i, s), 3)
-        S = model.sample_teacher(k_s, d, rho)
-        n = max(1, int(round(a * d * d)))
-        X, y = model.sample_data(k_d, S, n, T, channel=channel)
+        S, X, y, n, k_a = model.make_instance(_key(seed, i, s), d, rho, a, T, channel=channel)
         t0 = time.perf_counter()
         # hardmax: adaptive damping from 0, as in chapter 5 (half damping is slower at large alpha)
         damp = dict(damping=0.0, adaptive_damping=True, tol=1e-6) if channel == "hardmax" else {}
@@ -309,22 +301,21 @@ def _mean_std_by(x, v, ok):
 
 
 def _plot_amp(data, fig):
-    from .plotting import COLORS
+    from .plotting import COLORS, error_axes, experiment_points, theory_line
 
     ax = fig.subplots()
     k, a, m = data.column("kind"), data.column("alpha"), data.column("mmse")
     s = k == 0
-    ax.plot(a[s], m[s], color=COLORS[0], label="state evolution")
+    theory_line(ax, a[s], m[s], color=COLORS[0], label="state evolution")
     s = k == 2
     if np.any(s):
-        ax.plot(a[s], m[s], "--", color=COLORS[2], label="state evolution, published score")
+        theory_line(ax, a[s], m[s], ls="--", color=COLORS[2], label="state evolution, published score")
     s = k == 1
     ok = data.column("diverged") == 0
     xs, mean, std = _mean_std_by(a[s], m[s], ok[s])
-    ax.errorbar(xs, mean, yerr=std, fmt="o", color=COLORS[1], capsize=3,
-                label=f"GAMP-RIE, d = {data.params['d']}")
-    ax.set_xlabel(r"sample complexity $\alpha$")
-    ax.set_ylabel("mmse")
+    experiment_points(ax, xs, mean, std, color=COLORS[1], capsize=3,
+                      label=f"GAMP-RIE, d = {data.params['d']}")
+    error_axes(ax, r"sample complexity $\alpha$", "mmse")
     ax.set_ylim(bottom=-0.02)
     ax.legend()
 
@@ -335,7 +326,6 @@ def _plot_amp(data, fig):
 @functools.lru_cache(maxsize=4)
 def _gd_runs(sz_items, seed, progress):
     """One run of the gradient-descent experiment, shared by ``gd-single`` and ``gd-averaged``."""
-    import jax
 
     from . import model
     from .gd import averaged_errors, train_gd
@@ -347,16 +337,13 @@ def _gd_runs(sz_items, seed, progress):
     rows = []
     for s, T, i, x in _tqdm(pts, progress, f"gradient descent, d={d}, {n_init} students"):
         alpha = x / _K(T)
-        n = max(1, int(round(alpha * d * d)))
         # the key scheme of scripts/gd_paper_data.py
-        k_s, k_d, k_i = jax.random.split(_key(seed, T, i, s), 3)
-        S = model.sample_teacher(k_s, d, rho)
-        X, y = model.sample_data(k_d, S, n, T)
+        S, X, y, n, k_i = model.make_instance(_key(seed, T, i, s), d, rho, alpha, T)
         t0 = time.perf_counter()
         res = train_gd(k_i, X, y, rho, n_init=n_init, steps=sz["steps"], lr=sz["lr"], S_true=S,
                        record_every=sz["steps"], progress=False)
         err = np.asarray(res.error_students[:, -1])
-        avg = averaged_errors(res.S_students, S, Ks)
+        avg = averaged_errors(res.S_students, S, Ks=Ks)
         rows.append((T, alpha, x, s, n, err.mean(), err.std(ddof=1) if n_init > 1 else 0.0, *avg,
                      int(np.sum(np.asarray(res.finite))), time.perf_counter() - t0))
     cols = ("T", "alpha", "x", "seed", "n", "single_mean", "single_std", *[f"avg_K{K}" for K in Ks],
@@ -380,7 +367,7 @@ def _se_line(rho, x_max, n=200):
 
 
 def _plot_gd(data, fig, which):
-    from .plotting import COLORS
+    from .plotting import COLORS, error_axes, experiment_points, theory_line
 
     ax = fig.subplots()
     T_col, x = data.column("T"), data.column("x")
@@ -390,19 +377,18 @@ def _plot_gd(data, fig, which):
         K = data.params["n_init"]
         v, label = data.column(f"avg_K{K}"), f"average of {K} students"
     xl, ml = _se_line(data.params["rho"], 1.1 * float(np.max(x)))
-    ax.plot(xl, ml, color="k", label="mmse (state evolution)")
+    theory_line(ax, xl, ml, color="k", label="mmse (state evolution)")
     if which == "single":
-        ax.plot(xl, 2 * ml, ":", color="k", label="2 mmse")
+        theory_line(ax, xl, 2 * ml, ls=":", color="k", label="2 mmse")
     ok = np.ones_like(x, dtype=bool)
     for i, T in enumerate(np.unique(T_col)):
         s = T_col == T
         xs, mean, std = _mean_std_by(x[s], v[s], ok[s])
         if which == "single" and data.params["seeds"] == 1:
             std = np.array([np.mean(data.column("single_std")[s][x[s] == u]) for u in xs])
-        ax.errorbar(xs, mean, yerr=std, fmt="o", color=COLORS[(i + 1) % len(COLORS)], capsize=3,
-                    label=f"{label}, T = {int(T)}")
-    ax.set_xlabel(r"$\alpha\,(T^2+T-2)$")
-    ax.set_ylabel(r"error $\|\hat S - S\|_F^2/d$")
+        experiment_points(ax, xs, mean, std, color=COLORS[(i + 1) % len(COLORS)], capsize=3,
+                          label=f"{label}, T = {int(T)}")
+    error_axes(ax, r"$\alpha\,(T^2+T-2)$", r"error $\|\hat S - S\|_F^2/d$")
     ax.set_ylim(bottom=-0.02)
     ax.legend(fontsize=8)
     ax.text(0.98, 0.6, f"d = {data.params['d']}", transform=ax.transAxes, ha="right")
@@ -412,7 +398,6 @@ def _plot_gd(data, fig, which):
 
 
 def _compute_deep(sz, seed, progress):
-    import jax
 
     from . import deep, model
 
@@ -422,11 +407,8 @@ def _compute_deep(sz, seed, progress):
         # the key scheme of scripts/deep_gd_data.py
         widths_code = round(1000 * rhos[0]) * 10000 + round(1000 * rhos[1])
         key = _key(seed, T, round(1000 * x), widths_code)
-        k_teach, k_data, k_init = jax.random.split(key, 3)
-        Ss = deep.sample_deep_teacher(k_teach, d, rhos)
         alpha = x / _K(T)
-        n = max(1, int(round(alpha * d * d)))
-        X, y = model.sample_data(k_data, Ss, n=n, T=T, channel="deep", beta=1.0, c=c)
+        Ss, X, y, n, k_init = model.make_instance(key, d, rhos, alpha, T, channel="deep", beta=1.0, c=c)
         t0 = time.perf_counter()
         res = deep.train_deep_gd(k_init, X, y, rhos, n_init=sz["n_init"], steps=sz["steps"], lr=sz["lr"],
                                  beta=1.0, c=c, S_true=Ss)
@@ -443,18 +425,17 @@ def _compute_deep(sz, seed, progress):
 
 
 def _plot_deep(data, fig):
-    from .plotting import COLORS
+    from .plotting import COLORS, error_axes, experiment_points, threshold
 
     ax = fig.subplots()
     x = data.column("x")
     for ell in (1, 2):
-        ax.errorbar(x, data.column(f"single{ell}_mean"), yerr=data.column(f"single{ell}_std"), fmt="o",
-                    mfc="none", color=COLORS[ell - 1], capsize=3, label=f"layer {ell}, single student")
+        experiment_points(ax, x, data.column(f"single{ell}_mean"), data.column(f"single{ell}_std"),
+                          mfc="none", color=COLORS[ell - 1], capsize=3, label=f"layer {ell}, single student")
         ax.plot(x, data.column(f"avg{ell}"), "s-", color=COLORS[ell - 1], lw=1,
                 label=f"layer {ell}, average of {data.params['n_init']}")
-    ax.axvline(data.params["x_count"], color="k", ls=":", lw=1, label="counting threshold")
-    ax.set_xlabel(r"$\alpha\,(T^2+T-2)$")
-    ax.set_ylabel(r"error $\|\hat S_l - S_l\|_F^2/d$")
+    threshold(ax, data.params["x_count"], color="k", label="counting threshold")
+    error_axes(ax, r"$\alpha\,(T^2+T-2)$", r"error $\|\hat S_l - S_l\|_F^2/d$")
     ax.set_ylim(bottom=-0.02)
     ax.legend(fontsize=8)
 

@@ -319,7 +319,7 @@ def _ElogZ(q, rho, ch, T, beta, noise):
     return ch.se_ElogZ(q, 1 + rho - q + noise / 2, T, beta)
 
 
-def q_hat_of(alpha, q, rho, T: int = 2, channel: str = "softmax", beta: float = 1.0, noise: float = 0.0,
+def q_hat_of(alpha, q, rho, T: int = 2, *, channel: str = "softmax", beta: float = 1.0, noise: float = 0.0,
              score: str = "exact"):
     """``q_hat = 2 alpha E[2 sum_a g_aa^2 + sum_{a<b} g_ab^2]`` at overlap ``q``, eq. (bo-se).
 
@@ -352,7 +352,7 @@ def q_hat_of(alpha, q, rho, T: int = 2, channel: str = "softmax", beta: float = 
     return float(out) if np.ndim(out) == 0 else out
 
 
-def free_entropy(alpha, q, q_hat, rho, T: int = 2, channel="softmax", noise: float = 0.0, beta: float = 1.0):
+def free_entropy(alpha, q, q_hat, rho, T: int = 2, *, channel="softmax", noise: float = 0.0, beta: float = 1.0):
     """Replica-symmetric free entropy ``Phi(q, q_hat)``, eq. (rep-phi) of chapter 3, up to a constant.
 
     ``Phi = -q q_hat / 4 + psi_rho(q_hat) + alpha E log Z_out(q)``; the stationarity
@@ -590,8 +590,8 @@ def _rounding(Q0: float, m, noise: float):
 _ROUNDING_TOL = 1e-6  # relative error of V' beyond which the scan in q is redone in m itself
 
 
-def solve_state_evolution(alpha, rho: float, T: int = 2, channel="softmax", beta: float = 1.0,
-                    noise: float = 0.0, score: str = "exact") -> SEResult:
+def solve_state_evolution(alpha, rho: float, T: int = 2, *, channel="softmax", beta: float = 1.0,
+                          noise: float = 0.0, score: str = "exact") -> SEResult:
     """Bayes-optimal error of a single-layer AIM: the state-evolution fixed point, eqs. (bo-se)-(bo-root).
 
     Solves ``alpha H(q) Delta(Q0 - q) = 1`` directly for a whole grid of ``alpha``
@@ -709,7 +709,7 @@ def _interior_threshold(rho, Hfun, noise: float = 0.0) -> float:
     return float(1.0 / HD.min()) if HD.size else 0.0
 
 
-def perfect_recovery_threshold(rho: float, T: int = 2, channel="softmax", beta: float = 1.0,
+def perfect_recovery_threshold(rho: float, T: int = 2, *, channel="softmax", beta: float = 1.0,
                                noise: float = 0.0):
     """The perfect-recovery threshold ``alpha_PR`` of a channel, or ``None`` if it has none.
 
@@ -720,7 +720,7 @@ def perfect_recovery_threshold(rho: float, T: int = 2, channel="softmax", beta: 
 
     Example:
         >>> import aim_tutorial as aim
-        >>> aim.perfect_recovery_threshold(0.5, 2, "relu")   # 2 (2 rho - rho^2) / (T^2 + T)
+        >>> aim.perfect_recovery_threshold(0.5, 2, channel="relu")   # 2 (2 rho - rho^2) / (T^2 + T)
         0.25
 
     Chapter 4, section "Attention beyond the softmax: ReLU, sigmoid and any elementwise map".
@@ -738,7 +738,7 @@ def perfect_recovery_threshold(rho: float, T: int = 2, channel="softmax", beta: 
 # label-space error
 
 
-def label_space_error(q, rho: float, T: int = 2, channel="softmax", beta: float = 1.0,
+def label_space_error(q, rho: float, T: int = 2, *, channel="softmax", beta: float = 1.0,
                       noise: float = 0.0, key=None, n_samples: int = 200_000):
     """Bayes-optimal error on the outputs, ``E_omega[E ||g(h)||^2 - ||E g(h)||^2]``, eq. (bo-label).
 

@@ -69,7 +69,7 @@ def instance_key(part, *idx):
 
 def make_instance(part, d, T, alpha, channel, idx):
     """Teacher, data and AMP initialisation key of one instance."""
-    S, X, y, _, k_init = aim.make_instance(instance_key(part, *idx), d, RHO, alpha, T, channel)
+    S, X, y, _, k_init = aim.make_instance(instance_key(part, *idx), d, RHO, alpha, T, channel=channel)
     return S, X, y, k_init
 
 

@@ -68,7 +68,7 @@ def run_point(seed, d, T, c, rhos, x, n_init, steps, lr):
     key = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), T), int(round(1000 * x)))
     key = jax.random.fold_in(key, int(round(1000 * rhos[0])) * 10000 + int(round(1000 * rhos[1])))
     alpha = x / (T * T + T - 2)
-    Ss, X, y, n, k_init = aim.make_instance(key, d, list(rhos), alpha, T, "deep", beta=1.0, c=c)
+    Ss, X, y, n, k_init = aim.make_instance(key, d, list(rhos), alpha, T, channel="deep", beta=1.0, c=c)
     t0 = time.time()
     res = deep.train_deep_gd(k_init, X, y, list(rhos), n_init=n_init, steps=steps, lr=lr, beta=1.0, c=c,
                              S_true=Ss)

@@ -96,7 +96,7 @@ def main(argv=None):
         res = train_gd(k_i, X, y, a.rho, n_init=a.n_init, steps=a.steps, lr=a.lr, S_true=S,
                        record_every=a.steps, progress=False)
         err = np.asarray(res.error_students[:, -1])
-        avg = averaged_errors(res.S_students, S, Ks)
+        avg = averaged_errors(res.S_students, S, Ks=Ks)
         dt = time.time() - t0
         row = [d, T, alpha, x, s, n, err.mean(), err.std(ddof=1) if len(err) > 1 else 0.0, *avg,
                float(np.mean(res.final_loss)), int(np.sum(res.finite)), dt]

@@ -136,7 +136,7 @@ def test_adaptive_damping_reaches_hardmax_fixed_point_fast(key):
     continued off the support half damping crawls (still more than 0.05 above after 40 iterations), the
     adaptive rule does not; its damping only increases, from 0 to at most 0.5."""
     S, X, y, k = _instance(key, 50, 1.6, channel="hardmax")
-    se = float(solve_state_evolution(1.6, RHO, 2, "hardmax").mmse)
+    se = float(solve_state_evolution(1.6, RHO, 2, channel="hardmax").mmse)
     kw = dict(channel="hardmax", key=k, S_true=S, max_iter=40, min_iter=40, stall_patience=None, patience=40)
     slow = aim.gamp_rie(X, y, RHO, damping=0.5, **kw)
     fast = aim.gamp_rie(X, y, RHO, damping=0.0, adaptive_damping=True, **kw)
@@ -449,7 +449,7 @@ def test_linear_channel_with_noise():
     S = aim.sample_teacher(k1, d, RHO)
     X, y = aim.sample_data(k2, S, n=int(0.1 * d * d), T=2, channel="linear", noise=0.5)
     res = aim.gamp_rie(X, y, RHO, channel="linear", noise=0.5, key=k3, S_true=S, max_iter=60)
-    se = solve_state_evolution(0.1, RHO, 2, "linear", noise=0.5).mmse
+    se = solve_state_evolution(0.1, RHO, 2, channel="linear", noise=0.5).mmse
     assert not res.diverged
     assert abs(res.error - se) < 0.05, (res.error, se)
 
@@ -466,9 +466,9 @@ def test_gamp_state_evolution_with_noise_matches_state_evolution(channel, T, alp
     :func:`solve_state_evolution` (two codes: one iterates with ``rmt.mmse_denoising``, the other solves
     eq. (bo-root) on a table). Catches the noise entering as ``V + Delta`` (0.588 -> 0.674 softmax)."""
     noise = 0.5
-    traj = aim.gamp_rie_state_evolution(alpha, RHO, T, channel, noise=noise, c_init=1.0, n_iter=400)
+    traj = aim.gamp_rie_state_evolution(alpha, RHO, T, channel=channel, noise=noise, c_init=1.0, n_iter=400)
     assert abs(traj.mmse[-1] - traj.mmse[-2]) < 1e-9  # stationary
-    ref = solve_state_evolution(alpha, RHO, T, channel, noise=noise).mmse
+    ref = solve_state_evolution(alpha, RHO, T, channel=channel, noise=noise).mmse
     assert traj.mmse[-1] == pytest.approx(ref, abs=1e-4), (traj.mmse[-1], ref)
 
 
@@ -476,7 +476,7 @@ def test_state_evolution_damping_weights_the_old_variance():
     """Damping 0.3 (not 0.5, where old and new weigh the same): ``V^t = 0.3 V^{t-1} + 0.7 c^t``,
     followed by hand for five iterations."""
     alpha, damping = 0.1, 0.3
-    traj = aim.gamp_rie_state_evolution(alpha, RHO, 2, "softmax", noise=0.2, c_init=1.0, n_iter=5,
+    traj = aim.gamp_rie_state_evolution(alpha, RHO, 2, channel="softmax", noise=0.2, c_init=1.0, n_iter=5,
                                         damping=damping)
     c, V = 1.0, 1.0
     for t in range(5):
@@ -543,7 +543,7 @@ def test_published_hardmax_score_pinned_and_monte_carlo(key):
     for t, val in PUBLISHED_MOMENT.items():
         assert float(hardmax_score_moment(t, "published")) == pytest.approx(val, rel=1e-9), t
     alpha, q, V = 0.7, 1.0, 0.5
-    qh = q_hat_of(alpha, q, RHO, 2, "hardmax", score="published")
+    qh = q_hat_of(alpha, q, RHO, 2, channel="hardmax", score="published")
     n = 200_000
     k1, k2 = jax.random.split(key)
     omega = math.sqrt(q) * aim.channels.symmetric_gaussian(k1, (n, 2, 2))
@@ -553,7 +553,7 @@ def test_published_hardmax_score_pinned_and_monte_carlo(key):
     mc, err = x.mean(), x.std() / math.sqrt(n)
     assert abs(mc - qh) < 4 * err, (mc, qh, err)
     assert err < 0.01 * mc
-    assert qh < 0.95 * q_hat_of(alpha, q, RHO, 2, "hardmax")  # not the exact one
+    assert qh < 0.95 * q_hat_of(alpha, q, RHO, 2, channel="hardmax")  # not the exact one
 
 
 PUBLISHED_MOMENT = {0.05: 2.566572222691666, 0.5: 1.9275258599565, 3.0: 0.7966237527265216,
@@ -569,9 +569,9 @@ def test_gamp_rie_with_the_published_score_tracks_its_own_state_evolution():
     (the default) the published score, which breaks the Nishimori identity, collapses on these 4 instances
     (E g^2 / -E g' from 15 to 31): the wrong score, not the denoiser, is what is tested here."""
     alpha, d = 0.6779, 50
-    se_pub = solve_state_evolution(alpha, RHO, 2, "hardmax", score="published").mmse
-    se_exact = solve_state_evolution(alpha, RHO, 2, "hardmax").mmse
-    traj = aim.gamp_rie_state_evolution(alpha, RHO, 2, "hardmax", score="published", c_init=1.5, n_iter=300)
+    se_pub = solve_state_evolution(alpha, RHO, 2, channel="hardmax", score="published").mmse
+    se_exact = solve_state_evolution(alpha, RHO, 2, channel="hardmax").mmse
+    traj = aim.gamp_rie_state_evolution(alpha, RHO, 2, channel="hardmax", score="published", c_init=1.5, n_iter=300)
     assert traj.mmse[-1] == pytest.approx(se_pub, abs=1e-5)
     errors = []
     for s in range(4):

@@ -25,9 +25,9 @@ def test_aim_form_equals_literal_and_traceable_output(key, c):
     Ss = _teachers(k1, 25, [0.5, 0.8, 0.3])
     X = aim.sample_tokens(k2, 20, 4, 25)
     hs = jnp.stack([aim.attention_indices(X, S) for S in Ss])
-    y_aim = aim.deep_as_aim(list(hs), 1.3, c)
-    np.testing.assert_allclose(deep.deep_output(hs, 1.3, c), y_aim, atol=1e-13)
-    np.testing.assert_allclose(aim.deep_attention_literal(X, Ss, 1.3, c), y_aim, atol=1e-11)
+    y_aim = aim.deep_as_aim(list(hs), beta=1.3, c=c)
+    np.testing.assert_allclose(deep.deep_output(hs, beta=1.3, c=c), y_aim, atol=1e-13)
+    np.testing.assert_allclose(aim.deep_attention_literal(X, Ss, beta=1.3, c=c), y_aim, atol=1e-11)
 
 
 @pytest.mark.slow
@@ -40,11 +40,11 @@ def test_gradients_of_literal_and_aim_forms_agree(key):
     w = jax.random.normal(k3, (6, 3, 3))
 
     def f_literal(S1, S2):
-        return jnp.sum(w * aim.deep_attention_literal(X, [S1, S2], 1.0, 1.0))
+        return jnp.sum(w * aim.deep_attention_literal(X, [S1, S2], beta=1.0, c=1.0))
 
     def f_aim(S1, S2):
         hs = jnp.stack([aim.model._indices(X, S1), aim.model._indices(X, S2)])
-        return jnp.sum(w * deep.deep_output(hs, 1.0, 1.0))
+        return jnp.sum(w * deep.deep_output(hs, beta=1.0, c=1.0))
 
     g_lit = jax.grad(f_literal, argnums=(0, 1))(*Ss)
     g_aim = jax.grad(f_aim, argnums=(0, 1))(*Ss)
@@ -73,8 +73,8 @@ def test_output_depends_on_tokens_only_through_indices(key):
     t = jax.random.normal(k3, (10, 3, 1))
     X2 = X + 5.0 * t * v
     assert float(jnp.abs(X2 - X).max()) > 1.0
-    y1 = aim.deep_attention_literal(X, Ss, 1.0, 1.0)
-    y2 = aim.deep_attention_literal(X2, Ss, 1.0, 1.0)
+    y1 = aim.deep_attention_literal(X, Ss, beta=1.0, c=1.0)
+    y2 = aim.deep_attention_literal(X2, Ss, beta=1.0, c=1.0)
     np.testing.assert_allclose(y1, y2, atol=1e-10)
 
 
@@ -143,7 +143,7 @@ def test_counting_threshold_and_jacobian_rank(key):
     def D_of(Wflat, X):
         W1, W2 = Wflat.reshape(2, d, r)
         hs = jnp.stack([deep._student_indices(W1, X), deep._student_indices(W2, X)])
-        A = jnp.log(deep.deep_output(hs, 1.0, 1.0))
+        A = jnp.log(deep.deep_output(hs, beta=1.0, c=1.0))
         return (A[:, 0, 0] - A[:, 0, 1], A[:, 1, 1] - A[:, 1, 0])
 
     jac = jax.jit(jax.jacfwd(D_of))
@@ -164,8 +164,8 @@ def test_student_output_matches_literal_with_student_matrices(key):
     Ws = (jax.random.normal(k1, (d, 8)), jax.random.normal(k2, (d, 5)))
     X = aim.sample_tokens(jax.random.fold_in(key, 1), 7, 3, d)
     Ss = [deep._student_matrix(W) for W in Ws]
-    np.testing.assert_allclose(deep.deep_student_output(Ws, X, 0.8, 1.2),
-                               aim.deep_attention_literal(X, Ss, 0.8, 1.2), atol=1e-11)
+    np.testing.assert_allclose(deep.deep_student_output(Ws, X, beta=0.8, c=1.2),
+                               aim.deep_attention_literal(X, Ss, beta=0.8, c=1.2), atol=1e-11)
 
 
 @pytest.mark.slow
@@ -363,13 +363,13 @@ def _deep_bad_cases():
         ("rhos", lambda: deep.sample_deep_teacher(k, 4, [-0.5])),
         ("d", lambda: deep.sample_deep_teacher(k, 0, [0.5])),
         ("key", lambda: deep.sample_deep_teacher(1, 4, [0.5])),
-        ("hs", lambda: deep.deep_output(np.zeros((0, 2, 2)), 1.0, 1.0)),
-        ("hs", lambda: deep.deep_output(np.zeros((1, 2, 3)), 1.0, 1.0)),
-        ("hs", lambda: deep.deep_output(np.full((1, 2, 2), np.nan), 1.0, 1.0)),
-        ("c", lambda: deep.deep_output(np.zeros((1, 2, 2)), 1.0, np.nan)),
-        ("beta", lambda: deep.deep_output(np.zeros((1, 2, 2)), np.inf, 1.0)),
+        ("hs", lambda: deep.deep_output(np.zeros((0, 2, 2)), beta=1.0, c=1.0)),
+        ("hs", lambda: deep.deep_output(np.zeros((1, 2, 3)), beta=1.0, c=1.0)),
+        ("hs", lambda: deep.deep_output(np.full((1, 2, 2), np.nan), beta=1.0, c=1.0)),
+        ("c", lambda: deep.deep_output(np.zeros((1, 2, 2)), beta=1.0, c=np.nan)),
+        ("beta", lambda: deep.deep_output(np.zeros((1, 2, 2)), beta=np.inf, c=1.0)),
         ("deep_output", lambda: deep.deep_output(np.full((3, 1, 2, 2), 1e300) * np.array([[1, -1], [-1, 1]]),
-                                                 1.0, 1e10)),
+                                                 beta=1.0, c=1e10)),
         ("P_maps", lambda: deep.observed_maps_to_indices(np.array([[[1.0, 0.0], [0.0, 1.0]]]), 1.0, 1.0)),
         ("P_maps", lambda: deep.observed_maps_to_indices(np.full((1, 2, 2), 0.3), 1.0, 1.0)),
         ("c", lambda: deep.observed_maps_to_indices(P, 1.0, 0.0)),  # B_1 = P_1 singular
@@ -430,7 +430,7 @@ _FAST = settings(max_examples=20, deadline=None)
 def test_deep_output_valid_inputs_give_probabilities(L, T, beta, c, v):
     hs = np.resize(np.asarray(v), (L, 2, T, T))
     hs = (hs + np.swapaxes(hs, -1, -2)) / 2
-    y = np.asarray(deep.deep_output(jnp.asarray(hs), beta, c))
+    y = np.asarray(deep.deep_output(jnp.asarray(hs), beta=beta, c=c))
     assert y.shape == (2, T, T) and np.all(np.isfinite(y)) and np.all(y >= 0)
     np.testing.assert_allclose(y.sum(-1), 1.0, atol=1e-12)
 

@@ -88,7 +88,7 @@ def test_initial_errors_are_prior_samples(key):
     res = train_gd(key, X, y, 0.5, n_init=16, steps=1, S_true=S)
     assert abs(float(jnp.mean(res.error_students[:, 0])) - 2.0) < 0.1
     assert abs(float(res.error_mean[0]) - (1 + 1 / 16)) < 0.1
-    errs = averaged_errors(res.S_students, S, [1, 16])
+    errs = averaged_errors(res.S_students, S, Ks=[1, 16])
     np.testing.assert_allclose(errs[0], float(res.error_students[0, -1]), rtol=1e-12)
 
 
@@ -319,15 +319,15 @@ def test_averaged_errors_validation(key):
     S = np.asarray(aim.sample_teacher(key, 6, 0.5))
     stack = np.stack([S, S, S])
     with pytest.raises(ValueError, match=r"^S_students must be a stack"):
-        averaged_errors(S, S, [1])  # one (d, d) matrix, not a stack
+        averaged_errors(S, S, Ks=[1])  # one (d, d) matrix, not a stack
     with pytest.raises(ValueError, match=r"^S_true must have shape \(d, d\) = \(6, 6\)"):
-        averaged_errors(stack, np.ones((1, 1)), [1])  # no broadcasting
+        averaged_errors(stack, np.ones((1, 1)), Ks=[1])  # no broadcasting
     with pytest.raises(ValueError, match=r"^S_students must have finite"):
-        averaged_errors(np.where(np.eye(6) > 0, np.nan, stack), S, [1])
+        averaged_errors(np.where(np.eye(6) > 0, np.nan, stack), S, Ks=[1])
     with pytest.raises(TypeError, match=r"^Ks\[0\] must be an integer"):
-        averaged_errors(stack, S, [2.5])
+        averaged_errors(stack, S, Ks=[2.5])
     with pytest.raises(ValueError, match=r"^Ks\[1\] must be in \[1, n_init=3\]"):
-        averaged_errors(stack, S, [1, 4])
+        averaged_errors(stack, S, Ks=[1, 4])
     np.testing.assert_allclose(averaged_errors(stack, S), [0.0, 0.0], atol=1e-14)  # K = 1, 2
 
 

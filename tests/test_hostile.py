@@ -395,7 +395,7 @@ EXTREMES = [
     ("rie_eigenvalues(1e250)", lambda: aim.rie_eigenvalues(1e250, 0.5, 0.5), (0.0, 10.0)),
     ("denoising_mutual_information where the intervals merge",
      lambda: aim.denoising_mutual_information(0.01, 0.5569237092 * (1 + 1e-3)), (0.0, math.inf)),
-    ("label_space_error at q = Q0, hardmax", lambda: aim.label_space_error(1.5, 0.5, 2, "hardmax"), (0.0, 0.0)),
+    ("label_space_error at q = Q0, hardmax", lambda: aim.label_space_error(1.5, 0.5, 2, channel="hardmax"), (0.0, 0.0)),
     ("gamp_rie_state_evolution, hardmax, defaults",
      lambda: aim.gamp_rie_state_evolution(0.5, 0.5, channel="hardmax").mmse[-1], (0.0, 1.5)),
 ]

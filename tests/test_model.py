@@ -220,12 +220,12 @@ def test_log_outputs_are_finite_where_probabilities_underflow(key):
         (lambda X, S, k: aim.softmax(jnp.ones((2, 2)), np.nan), "beta"),
         (lambda X, S, k: aim.softmax(jnp.ones((2, 2)), np.inf), "beta"),
         (lambda X, S, k: aim.hardmax(jnp.array([[np.nan, 1.0]])), "h"),
-        (lambda X, S, k: aim.deep_as_aim([jnp.ones((2, 2))], 1.0, np.nan), "c"),
-        (lambda X, S, k: aim.deep_as_aim([], 1.0, 1.0), "hs"),
-        (lambda X, S, k: aim.deep_as_aim([jnp.ones((2, 2)), jnp.ones((3, 3))], 1.0, 1.0), "hs"),
-        (lambda X, S, k: aim.deep_attention_literal(X, [], 1.0, 1.0), "Ss"),
-        (lambda X, S, k: aim.deep_attention_literal(X, [S[:5, :5]], 1.0, 1.0), "Ss"),
-        (lambda X, S, k: aim.deep_attention_literal(X, [S.at[0, 1].set(5.0)], 1.0, 1.0), "Ss"),
+        (lambda X, S, k: aim.deep_as_aim([jnp.ones((2, 2))], beta=1.0, c=np.nan), "c"),
+        (lambda X, S, k: aim.deep_as_aim([], beta=1.0, c=1.0), "hs"),
+        (lambda X, S, k: aim.deep_as_aim([jnp.ones((2, 2)), jnp.ones((3, 3))], beta=1.0, c=1.0), "hs"),
+        (lambda X, S, k: aim.deep_attention_literal(X, [], beta=1.0, c=1.0), "Ss"),
+        (lambda X, S, k: aim.deep_attention_literal(X, [S[:5, :5]], beta=1.0, c=1.0), "Ss"),
+        (lambda X, S, k: aim.deep_attention_literal(X, [S.at[0, 1].set(5.0)], beta=1.0, c=1.0), "Ss"),
         (lambda X, S, k: aim.sample_teacher(k, 10, True), "rho"),
         (lambda X, S, k: aim.sample_teacher(k, 10, "0.5"), "rho"),
         (lambda X, S, k: aim.sample_teacher(0, 10, 0.5), "key"),
@@ -247,7 +247,7 @@ def test_checks_pass_tracers_through(key):
     # inside jit, grad and vmap the values cannot be checked; the shapes still are
     S = aim.sample_teacher(key, 10, 0.5)
     X = aim.sample_tokens(key, 3, 2, 10)
-    g = jax.grad(lambda S1: jnp.sum(aim.deep_attention_literal(X[0], [S1, S], 1.0, 1.0) ** 2))(S)
+    g = jax.grad(lambda S1: jnp.sum(aim.deep_attention_literal(X[0], [S1, S], beta=1.0, c=1.0) ** 2))(S)
     assert g.shape == (10, 10) and np.all(np.isfinite(g))
     y = jax.jit(aim.softmax)(jnp.ones((2, 2)), 1.0)
     np.testing.assert_allclose(y, 0.5)

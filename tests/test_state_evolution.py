@@ -87,9 +87,9 @@ def test_perfect_recovery_thresholds_of_the_channels():
         for T in (2, 3):
             K = T * T + T
             assert aim.perfect_recovery_threshold(rho, T) == pytest.approx(dof / (K - 2), rel=1e-12)
-            assert aim.perfect_recovery_threshold(rho, T, "linear") == pytest.approx(dof / K, rel=1e-12)
-            assert aim.perfect_recovery_threshold(rho, T, "relu") == pytest.approx(2 * dof / K, rel=1e-12)
-    assert aim.perfect_recovery_threshold(0.5, 2, "linear", noise=0.1) is None
+            assert aim.perfect_recovery_threshold(rho, T, channel="linear") == pytest.approx(dof / K, rel=1e-12)
+            assert aim.perfect_recovery_threshold(rho, T, channel="relu") == pytest.approx(2 * dof / K, rel=1e-12)
+    assert aim.perfect_recovery_threshold(0.5, 2, channel="linear", noise=0.1) is None
 
 
 def test_rho_infinity_limit():
@@ -324,7 +324,7 @@ def _brute_label_error(key, q, rho, T, channel, beta, noise, n_omega=2000, n_inn
     h = omega + math.sqrt(1 + rho - q) * ch.symmetric_gaussian(k2, (n_omega, n_inner, T, T))
     if noise > 0:
         h = h + aim.symmetric_noise(k3, h.shape, noise)
-    y = np.asarray(aim.apply_channel(h, channel, beta))
+    y = np.asarray(aim.apply_channel(h, channel, beta=beta))
     per = np.sum(np.var(y, axis=1, ddof=1), axis=(-1, -2))  # unbiased within each omega
     return per.mean(), per.std(ddof=1) / math.sqrt(n_omega)
 
@@ -340,11 +340,11 @@ def test_label_space_error_against_the_generative_model(key, channel, T, beta, n
     brute, err = _brute_label_error(key, q, rho, T, channel, beta, noise)
     kw = {}
     if channel == "softmax" and T > 2:  # Monte Carlo itself: its spread over 4 keys enters the tolerance
-        vals = [aim.label_space_error(q, rho, T, channel, beta, noise, key=k, n_samples=256_000)
+        vals = [aim.label_space_error(q, rho, T, channel=channel, beta=beta, noise=noise, key=k, n_samples=256_000)
                 for k in jax.random.split(jax.random.fold_in(key, 1), 4)]
         got, err_fn = float(np.mean(vals)), float(np.std(vals, ddof=1) / 2)
     else:
-        got, err_fn = aim.label_space_error(q, rho, T, channel, beta, noise, **kw), 0.0
+        got, err_fn = aim.label_space_error(q, rho, T, channel=channel, beta=beta, noise=noise, **kw), 0.0
     s = math.hypot(err, err_fn)
     assert abs(got - brute) < 4 * s, (got, brute, s)
     assert s < 0.02 * brute  # sharp enough to see a 20 % slip
@@ -357,8 +357,8 @@ def test_se_phi_is_the_free_entropy_at_the_fixed_point():
     cases = [("softmax", 2, 0.1, 0.5, 0.0), ("softmax", 3, 0.05, 1.5, 0.3), ("linear", 2, 0.08, 0.5, 0.2),
              ("hardmax", 2, 0.7, 0.5, 0.0), ("hardmax", 2, 0.3, 0.5, 0.4), ("relu", 2, 0.1, 0.5, 0.0)]
     for channel, T, alpha, rho, noise in cases:
-        r = aim.solve_state_evolution(alpha, rho, T, channel, noise=noise)
-        ref = aim.free_entropy(alpha, r.q, r.q_hat, rho, T, channel, noise=noise)
+        r = aim.solve_state_evolution(alpha, rho, T, channel=channel, noise=noise)
+        ref = aim.free_entropy(alpha, r.q, r.q_hat, rho, T, channel=channel, noise=noise)
         assert r.phi == pytest.approx(ref, rel=1e-12, abs=1e-12), (channel, r.phi, ref)
 
 
@@ -369,10 +369,10 @@ def test_dphi_dalpha_is_expected_log_partition():
     cases = [("softmax", 2, 0.1, 0.5, 0.0), ("linear", 3, 0.05, 0.5, 0.3), ("hardmax", 2, 0.6, 0.5, 0.0)]
     for channel, T, alpha, rho, noise in cases:
         h = 1e-4 * alpha
-        ph = aim.solve_state_evolution(np.array([alpha - h, alpha + h]), rho, T, channel, noise=noise).phi
-        q = aim.solve_state_evolution(alpha, rho, T, channel, noise=noise).q
-        elogz = (aim.free_entropy(1.0, q, 0.0, rho, T, channel, noise=noise)
-                 - aim.free_entropy(0.0, q, 0.0, rho, T, channel, noise=noise))
+        ph = aim.solve_state_evolution(np.array([alpha - h, alpha + h]), rho, T, channel=channel, noise=noise).phi
+        q = aim.solve_state_evolution(alpha, rho, T, channel=channel, noise=noise).q
+        elogz = (aim.free_entropy(1.0, q, 0.0, rho, T, channel=channel, noise=noise)
+                 - aim.free_entropy(0.0, q, 0.0, rho, T, channel=channel, noise=noise))
         # interpolated tables: the stationarity holds to ~1e-5 relative (test above)
         assert (ph[1] - ph[0]) / (2 * h) == pytest.approx(elogz, rel=1e-4, abs=1e-6), channel
 
