@@ -72,6 +72,9 @@ from . import _checks
 from .config import SCALES, _SIZES
 
 __all__ = [
+    "amp_run",
+    "deep_data_set",
+    "gd_data_set",
     "FIGURES",
     "FigureData",
     "FigureSpec",
@@ -254,10 +257,73 @@ def _plot_hardmax_rescaled(data, fig):
 # --------------------------------------------------------------------------- GAMP-RIE figures
 
 
-def _amp_points(sz, seed, progress, channel, scores_se):
+# --------------------------------------------------------------------------- one instance of each experiment
+# (shared with scripts/: amp_experiments.py, gd_paper_data.py and deep_gd_data.py call these)
 
+
+def amp_run(key, d: int, rho: float, alpha: float, T: int = 2, *, channel="softmax", **options) -> dict:
+    """GAMP-RIE on one instance (:func:`aim_tutorial.make_instance` of ``key``), from its own start.
+
+    Returns a dict: ``error``, ``mmse_pred``, ``n_iter``, ``converged``, ``diverged``, ``status``, ``n``
+    and ``wall_s`` (the run's wall time); ``options`` go to :func:`aim_tutorial.gamp_rie`.
+    """
     from . import model
     from .amp import gamp_rie
+
+    S, X, y, n, k_start = model.make_instance(key, d, rho, alpha, T, channel=channel)
+    t0 = time.perf_counter()
+    res = gamp_rie(X, y, rho, channel=channel, key=k_start, S_true=S, **options)
+    return dict(error=float(res.error), mmse_pred=float(res.mmse_pred), n_iter=int(res.n_iter),
+                converged=bool(res.converged), diverged=bool(res.diverged), status=res.status, n=n,
+                wall_s=time.perf_counter() - t0)
+
+
+def gd_data_set(key, d: int, rho: float, alpha: float, T: int, *, n_init: int, steps: int, lr: float) -> dict:
+    """``n_init`` students trained by full-batch Adam on one instance (:func:`aim_tutorial.make_instance`).
+
+    Returns a dict: ``n``, ``single_mean`` and ``single_std`` (over the students, ``ddof=1``), ``avg_K``
+    (the errors of the average of the first K students, K = 1, 2, 4, ..., ``n_init``), ``Ks``,
+    ``final_loss_mean``, ``n_finite`` and ``seconds`` (training wall time).
+    """
+    from . import model
+    from .gd import averaged_errors, train_gd
+
+    Ks = [2**j for j in range(int(math.log2(n_init)) + 1)]
+    S, X, y, n, k_init = model.make_instance(key, d, rho, alpha, T)
+    t0 = time.perf_counter()
+    res = train_gd(k_init, X, y, rho, n_init=n_init, steps=steps, lr=lr, S_true=S, record_every=steps,
+                   progress=False)
+    err = np.asarray(res.error_students[:, -1])
+    avg = averaged_errors(res.S_students, S, Ks=Ks)
+    return dict(n=n, single_mean=float(err.mean()), single_std=float(err.std(ddof=1)) if n_init > 1 else 0.0,
+                avg_K=[float(v) for v in avg], Ks=Ks, final_loss_mean=float(np.mean(res.final_loss)),
+                n_finite=int(np.sum(np.asarray(res.finite))), seconds=time.perf_counter() - t0)
+
+
+def deep_data_set(key, d: int, rhos, alpha: float, T: int, *, c: float, n_init: int, steps: int,
+                  lr: float) -> dict:
+    """Two-layer students on one deep-attention instance (:func:`aim_tutorial.make_instance`, ``beta = 1``).
+
+    Returns a dict: ``n``, ``single_mean``, ``single_std`` (per layer, over the students), ``avg`` (per
+    layer, the error of the average), ``final_loss_mean``, ``n_finite`` and ``seconds``.
+    """
+    from . import deep, model
+
+    Ss, X, y, n, k_init = model.make_instance(key, d, list(rhos), alpha, T, channel="deep", beta=1.0, c=c)
+    t0 = time.perf_counter()
+    res = deep.train_deep_gd(k_init, X, y, list(rhos), n_init=n_init, steps=steps, lr=lr, beta=1.0, c=c,
+                             S_true=Ss)
+    res.S_hat.block_until_ready()
+    seconds = time.perf_counter() - t0
+    e = np.asarray(res.error_students[:, :, -1])  # (K, L)
+    em = np.asarray(res.error_mean[:, -1])
+    return dict(n=n, single_mean=e.mean(axis=0).tolist(), single_std=e.std(axis=0).tolist(), avg=em.tolist(),
+                final_loss_mean=float(np.mean(res.final_loss)), n_finite=int(np.sum(np.asarray(res.finite))),
+                seconds=seconds)
+
+
+def _amp_points(sz, seed, progress, channel, scores_se):
+
     from .state_evolution import solve_state_evolution
 
     rho, d, T = sz["rho"], sz["d"], 2
@@ -265,13 +331,10 @@ def _amp_points(sz, seed, progress, channel, scores_se):
     rows = []
     pts = [(i, a, s) for i, a in enumerate(alphas) for s in range(sz["seeds"])]
     for i, a, s in _tqdm(pts, progress, f"GAMP-RIE {channel}, d={d}"):
-        S, X, y, n, k_a = model.make_instance(_key(seed, i, s), d, rho, a, T, channel=channel)
-        t0 = time.perf_counter()
         # hardmax: adaptive damping from 0, as in chapter 5 (half damping is slower at large alpha)
         damp = dict(damping=0.0, adaptive_damping=True, tol=1e-6) if channel == "hardmax" else {}
-        res = gamp_rie(X, y, rho, channel=channel, key=k_a, S_true=S, max_iter=sz["max_iter"], **damp)
-        rows.append((1, a, s, float(res.error), float(res.converged), float(res.diverged), res.n_iter,
-                     time.perf_counter() - t0))
+        r = amp_run(_key(seed, i, s), d, rho, a, T, channel=channel, max_iter=sz["max_iter"], **damp)
+        rows.append((1, a, s, r["error"], float(r["converged"]), float(r["diverged"]), r["n_iter"], r["wall_s"]))
     a_line = np.linspace(0.0, alphas.max() * 1.1, sz["n_line"])
     for code, score in scores_se:
         kw = dict(score=score) if channel == "hardmax" else {}
@@ -327,9 +390,6 @@ def _plot_amp(data, fig):
 def _gd_runs(sz_items, seed, progress):
     """One run of the gradient-descent experiment, shared by ``gd-single`` and ``gd-averaged``."""
 
-    from . import model
-    from .gd import averaged_errors, train_gd
-
     sz = dict(sz_items)
     d, rho, n_init = sz["d"], sz["rho"], sz["n_init"]
     Ks = [2**j for j in range(int(math.log2(n_init)) + 1)]
@@ -338,14 +398,9 @@ def _gd_runs(sz_items, seed, progress):
     for s, T, i, x in _tqdm(pts, progress, f"gradient descent, d={d}, {n_init} students"):
         alpha = x / _K(T)
         # the key scheme of scripts/gd_paper_data.py
-        S, X, y, n, k_i = model.make_instance(_key(seed, T, i, s), d, rho, alpha, T)
-        t0 = time.perf_counter()
-        res = train_gd(k_i, X, y, rho, n_init=n_init, steps=sz["steps"], lr=sz["lr"], S_true=S,
-                       record_every=sz["steps"], progress=False)
-        err = np.asarray(res.error_students[:, -1])
-        avg = averaged_errors(res.S_students, S, Ks=Ks)
-        rows.append((T, alpha, x, s, n, err.mean(), err.std(ddof=1) if n_init > 1 else 0.0, *avg,
-                     int(np.sum(np.asarray(res.finite))), time.perf_counter() - t0))
+        r = gd_data_set(_key(seed, T, i, s), d, rho, alpha, T, n_init=n_init, steps=sz["steps"], lr=sz["lr"])
+        rows.append((T, alpha, x, s, r["n"], r["single_mean"], r["single_std"], *r["avg_K"], r["n_finite"],
+                     r["seconds"]))
     cols = ("T", "alpha", "x", "seed", "n", "single_mean", "single_std", *[f"avg_K{K}" for K in Ks],
             "n_finite", "seconds")
     params = dict(d=d, rho=rho, beta=1.0, T=list(sz["T"]), x=list(sz["x"]), seeds=sz["seeds"], n_init=n_init,
@@ -399,7 +454,7 @@ def _plot_gd(data, fig, which):
 
 def _compute_deep(sz, seed, progress):
 
-    from . import deep, model
+    from . import deep
 
     d, rhos, T, c = sz["d"], list(sz["rhos"]), sz["T"], sz["c"]
     rows = []
@@ -408,14 +463,9 @@ def _compute_deep(sz, seed, progress):
         widths_code = round(1000 * rhos[0]) * 10000 + round(1000 * rhos[1])
         key = _key(seed, T, round(1000 * x), widths_code)
         alpha = x / _K(T)
-        Ss, X, y, n, k_init = model.make_instance(key, d, rhos, alpha, T, channel="deep", beta=1.0, c=c)
-        t0 = time.perf_counter()
-        res = deep.train_deep_gd(k_init, X, y, rhos, n_init=sz["n_init"], steps=sz["steps"], lr=sz["lr"],
-                                 beta=1.0, c=c, S_true=Ss)
-        e = np.asarray(res.error_students[:, :, -1])
-        em = np.asarray(res.error_mean[:, -1])
-        rows.append((x, alpha, n, e[:, 0].mean(), e[:, 0].std(), em[0], e[:, 1].mean(), e[:, 1].std(), em[1],
-                     int(np.sum(np.asarray(res.finite))), time.perf_counter() - t0))
+        r = deep_data_set(key, d, rhos, alpha, T, c=c, n_init=sz["n_init"], steps=sz["steps"], lr=sz["lr"])
+        rows.append((x, alpha, r["n"], r["single_mean"][0], r["single_std"][0], r["avg"][0], r["single_mean"][1],
+                     r["single_std"][1], r["avg"][1], r["n_finite"], r["seconds"]))
     cols = ("x", "alpha", "n", "single1_mean", "single1_std", "avg1", "single2_mean", "single2_std", "avg2",
             "n_finite", "seconds")
     params = dict(d=d, rhos=rhos, T=T, c=c, beta=1.0, n_init=sz["n_init"], steps=sz["steps"], lr=sz["lr"],

@@ -29,13 +29,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import jax
 import numpy as np
 
 import aim_tutorial as aim
+from aim_tutorial.reproduce import amp_run
 
 SEED = 2025
 RHO = 0.5
@@ -74,12 +74,8 @@ def make_instance(part, d, T, alpha, channel, idx):
 
 
 def run_one(part, d, T, alpha, channel, idx, **kw):
-    S, X, y, k_init = make_instance(part, d, T, alpha, channel, idx)
-    t0 = time.perf_counter()
-    res = aim.gamp_rie(X, y, RHO, channel=channel, key=k_init, S_true=S, rie_outside=RIE_OUTSIDE, **kw)
-    wall = time.perf_counter() - t0
-    return dict(error=res.error, mmse_pred=res.mmse_pred, n_iter=res.n_iter, converged=res.converged,
-                diverged=res.diverged, status=res.status, wall_s=wall)
+    r = amp_run(instance_key(part, *idx), d, RHO, alpha, T, channel=channel, rie_outside=RIE_OUTSIDE, **kw)
+    return {k: r[k] for k in ("error", "mmse_pred", "n_iter", "converged", "diverged", "status", "wall_s")}
 
 
 def load_previous(part):

@@ -25,14 +25,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 import jax
-import numpy as np
 
-import aim_tutorial as aim
-from aim_tutorial import deep
 from aim_tutorial import datafiles
+from aim_tutorial.reproduce import deep_data_set
 
 X_MAIN = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)
 X_SKIP = (1.0, 2.0, 3.0)
@@ -68,20 +65,11 @@ def run_point(seed, d, T, c, rhos, x, n_init, steps, lr):
     key = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), T), int(round(1000 * x)))
     key = jax.random.fold_in(key, int(round(1000 * rhos[0])) * 10000 + int(round(1000 * rhos[1])))
     alpha = x / (T * T + T - 2)
-    Ss, X, y, n, k_init = aim.make_instance(key, d, list(rhos), alpha, T, channel="deep", beta=1.0, c=c)
-    t0 = time.time()
-    res = deep.train_deep_gd(k_init, X, y, list(rhos), n_init=n_init, steps=steps, lr=lr, beta=1.0, c=c,
-                             S_true=Ss)
-    res.S_hat.block_until_ready()
-    secs = time.time() - t0
-    e = np.asarray(res.error_students[:, :, -1])  # (K, L)
-    em = np.asarray(res.error_mean[:, -1])
-    row = [alpha, n]
+    r = deep_data_set(key, d, rhos, alpha, T, c=c, n_init=n_init, steps=steps, lr=lr)
     vals = []
     for ell in range(2):
-        vals += [e[:, ell].mean(), e[:, ell].std(), em[ell]]
-    return row, vals, float(np.mean(res.final_loss)), int(np.sum(res.finite)), secs
-
+        vals += [r["single_mean"][ell], r["single_std"][ell], r["avg"][ell]]
+    return [alpha, r["n"]], vals, r["final_loss_mean"], r["n_finite"], r["seconds"]
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -30,9 +30,8 @@ import time
 import jax
 import numpy as np
 
-import aim_tutorial as aim
 from aim_tutorial import datafiles
-from aim_tutorial.gd import averaged_errors, train_gd
+from aim_tutorial.reproduce import gd_data_set
 
 DEFAULT_X = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
 SCALES = {  # d, seeds
@@ -91,18 +90,12 @@ def main(argv=None):
         i = DEFAULT_X.index(x) if x in DEFAULT_X else int(round(1000 * x))
         alpha = x / (T * T + T - 2)
         k = jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(base, T), i), s)
-        S, X, y, n, k_i = aim.make_instance(k, d, a.rho, alpha, T)
-        t0 = time.time()
-        res = train_gd(k_i, X, y, a.rho, n_init=a.n_init, steps=a.steps, lr=a.lr, S_true=S,
-                       record_every=a.steps, progress=False)
-        err = np.asarray(res.error_students[:, -1])
-        avg = averaged_errors(res.S_students, S, Ks=Ks)
-        dt = time.time() - t0
-        row = [d, T, alpha, x, s, n, err.mean(), err.std(ddof=1) if len(err) > 1 else 0.0, *avg,
-               float(np.mean(res.final_loss)), int(np.sum(res.finite)), dt]
+        r = gd_data_set(k, d, a.rho, alpha, T, n_init=a.n_init, steps=a.steps, lr=a.lr)
+        row = [d, T, alpha, x, s, r["n"], r["single_mean"], r["single_std"], *r["avg_K"], r["final_loss_mean"],
+               r["n_finite"], r["seconds"]]
         datafiles.append_rows(a.out, {c: [v] for c, v in zip(cols, row)}, add_command=False, fmt=".6g")
-        print(f"d {d} seed {s} T {T} x {x:.2f} n {n}: single {err.mean():.4f} avg{a.n_init} {avg[-1]:.4f} "
-              f"({dt:.1f} s, total {time.time() - t_all:.0f} s)", flush=True)
+        print(f"d {d} seed {s} T {T} x {x:.2f} n {r['n']}: single {r['single_mean']:.4f} avg{a.n_init} "
+              f"{r['avg_K'][-1]:.4f} ({r['seconds']:.1f} s, total {time.time() - t_all:.0f} s)", flush=True)
     datafiles.append_rows(a.out, {c: [] for c in cols}, add_command=False,
                           notes=[f"total wall time {time.time() - t_all:.0f} s ({command.strip()})"])
 
