@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 
 import aim_tutorial as aim
+import aim_tutorial.reproduce  # noqa: F401  (aim.reproduce: the per-instance experiments)
 from aim_tutorial import deep, gd, replica
 
 from aim_tutorial import state_evolution as se_module
@@ -218,6 +219,15 @@ SPECS = [
      {"X": "array", "y": "array", "rho": "pos", "channel": "choice", "noise": "nonneg", "key": "key",
       "init": "choice", "damping": "fraction", "max_iter": "int1", "tol": "pos", "score": "choice",
       "q_hat_from": "choice", "adaptive_damping": "bool"}),
+    ("gamp_rie_start", aim.amp.gamp_rie_start, dict(X=X0, y=YLIN, rho=0.5, channel="linear", key=K),
+     {"X": "array", "y": "array", "rho": "pos", "channel": "choice", "noise": "nonneg", "key": "key",
+      "score": "choice", "log_outputs": "bool"}),
+    ("amp_run", aim.reproduce.amp_run, dict(key=K, d=D, rho=0.5, alpha=0.3, T=2, max_iter=3),
+     {"key": "key", "d": "int1", "rho": "pos", "alpha": "pos", "T": "int1", "channel": "choice",
+      "max_iter": "int1", "damping": "fraction"}),
+    ("gd_data_set", aim.reproduce.gd_data_set, dict(key=K, d=D, rho=0.5, alpha=0.3, T=2, n_init=2, steps=2,
+                                                     lr=0.1),
+     {"key": "key", "d": "int1", "rho": "pos", "alpha": "pos", "T": "int1", "steps": "int1", "lr": "pos"}),
     ("iteration_memory", aim.amp.iteration_memory, dict(X=X0, y=YLIN, channel="linear"),
      {"X": "array", "y": "array", "channel": "choice", "beta": "pos", "noise": "nonneg"}),
     ("gamp_rie_state_evolution", aim.gamp_rie_state_evolution, dict(alpha=0.5, rho=0.5, T=2, n_iter=5),
@@ -312,7 +322,7 @@ def test_valid_call_succeeds(label, fn, kw):
 
 
 # results that legitimately hold NaN entries (e.g. history of steps not run)
-_MAY_NAN = {"gamp_rie", "train_gd", "train_deep_gd", "gamp_rie_state_evolution"}
+_MAY_NAN = {"gamp_rie", "train_gd", "train_deep_gd", "gamp_rie_state_evolution", "gamp_rie_start"}
 
 
 def sweep():
