@@ -5,6 +5,7 @@ chapter its docstring names. Importing the package enables float64 in JAX.
 """
 
 from . import config  # noqa: F401  (first: enables float64)
+from . import counting  # noqa: F401  (aim.counting.dof_fraction, aim.counting.alpha_scale)
 from .model import (  # noqa: F401
     Instance,
     make_instance,

@@ -41,6 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _checks
+from .counting import alpha_scale, dof_fraction
 from .gd import (_array, _scalar, _student_indices, _student_matrix, _tokens_and_labels, _traced, _train_students,
                  _weights)
 
@@ -313,8 +314,7 @@ def deep_alpha_count(rhos: Sequence[float], T: int) -> float:
         0.375
     """
     T = _checks.integer_at_least("T", T, 2)
-    dof = sum(2 * r - r * r if r <= 1 else 1.0 for r in _rhos(rhos))
-    return dof / (T * T + T - 2)
+    return sum(dof_fraction(r) for r in _rhos(rhos)) / alpha_scale(T)
 
 
 def _rhos(rhos):

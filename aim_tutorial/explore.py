@@ -37,6 +37,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .counting import alpha_scale
+
 __all__ = [
     "CHANNELS",
     "PHASE_CHANNELS",
@@ -122,9 +124,9 @@ def samples_per_token_pair(T: int, channel: str) -> int:
     """``K`` with ``x = alpha K``: ``T^2 + T - 2`` (softmax), ``T^2 + T`` (linear, sigmoid,
     ReLU), 1 (hardmax)."""
     if channel == "softmax":
-        return T * T + T - 2
+        return alpha_scale(T)
     if channel in ("linear", "sigmoid", "relu"):
-        return T * T + T
+        return alpha_scale(T, "entrywise")
     if channel == "hardmax":
         return 1
     raise ValueError(f"channel must be one of {CHANNELS}, got {channel!r}")

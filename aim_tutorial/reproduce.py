@@ -70,6 +70,7 @@ import numpy as np
 
 from . import _checks
 from .config import SCALES, _SIZES
+from .counting import dof_fraction
 
 __all__ = [
     "amp_run",
@@ -167,7 +168,9 @@ def figure_sizes(name: str, scale: str) -> dict:
 
 
 def _K(T: int) -> int:
-    return T * T + T - 2
+    from .counting import alpha_scale
+
+    return alpha_scale(T)
 
 
 # --------------------------------------------------------------------------- state evolution figures
@@ -178,7 +181,7 @@ def _compute_softmax_se(sz, seed, progress):
 
     rho = sz["rho"]
     rows = []
-    x = np.linspace(0.0, 1.05 * (2 * rho - rho * rho if rho <= 1 else 1.0), sz["n_alpha"])
+    x = np.linspace(0.0, 1.05 * dof_fraction(rho), sz["n_alpha"])
     for T in _tqdm(sz["T"], progress, "softmax SE, T"):
         alpha = x / _K(T)
         res = solve_state_evolution(alpha, rho, T=T, channel="softmax")

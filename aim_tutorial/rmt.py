@@ -56,6 +56,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _checks
+from .counting import dof_fraction
 
 __all__ = [
     "SpectralLaw",
@@ -918,11 +919,6 @@ def _warn_unconverged(converged, owner, delta, rho):
         )
 
 
-def _small_delta_slope(rho):
-    """``lim mmse/delta`` as ``delta -> 0``: ``2 rho - rho^2`` for ``rho <= 1``, else 1."""
-    return np.where(rho <= 1, 2 * rho - rho**2, 1.0)
-
-
 def _large_delta_switch(rho):
     """Above this ``delta`` the large-``delta`` expansion of the MMSE is used: ``1e6 max(1, 1/rho)``."""
     return 1e6 * np.maximum(1.0, 1.0 / rho)
@@ -989,7 +985,7 @@ def mmse_denoising(delta, rho):
     d_f, r_f = d_b.ravel().copy(), r_b.ravel().copy()
     out = np.empty(d_f.size)
     small = d_f < _DELTA_SMALL
-    out[small] = _small_delta_slope(r_f[small]) * d_f[small]
+    out[small] = dof_fraction(r_f[small]) * d_f[small]
     large = d_f > _large_delta_switch(r_f)
     out[large] = _large_delta_mmse(d_f[large], r_f[large])
     for low_noise in (True, False):

@@ -53,6 +53,7 @@ from scipy.interpolate import CubicSpline
 
 from . import _checks
 from . import channels as _ch
+from .counting import alpha_scale, dof_fraction
 
 __all__ = [
     "SE_STATUS",
@@ -142,8 +143,7 @@ def alpha_perfect_recovery(rho: float, T: int = 2) -> float:
     """
     rho = _checks.positive("rho", rho)
     T = _checks.integer_at_least("T", T, 2)
-    dof = 2 * rho - rho * rho if rho <= 1 else 1.0
-    return dof / (T * T + T - 2)
+    return dof_fraction(rho) / alpha_scale(T)
 
 
 # ---------------------------------------------------------------------------
@@ -223,7 +223,7 @@ def _denoising_table(rho: float) -> _DenoisingTable:
         Q0 = 1 + rho
         f = (Q0 - m) * np.exp(-u) / 4
         psi_spline = CubicSpline(u, f).antiderivative()
-        slope = 2 * rho - rho * rho if rho <= 1 else 1.0
+        slope = dof_fraction(rho)
         return _DenoisingTable(rho, inv, psi_spline, float(u[-1]), slope, float(logm_k[0]), float(logm_k[-1]),
                                True, float(x[0]), float(x[-1]))
     if not np.all(np.diff(logm) > 0):
@@ -236,7 +236,7 @@ def _denoising_table(rho: float) -> _DenoisingTable:
     Q0 = 1 + rho
     f = (Q0 - m) * np.exp(-u) / 4
     psi_spline = CubicSpline(u, f).antiderivative()
-    slope = 2 * rho - rho * rho if rho <= 1 else 1.0
+    slope = dof_fraction(rho)
     return _DenoisingTable(rho, inv, psi_spline, float(u[-1]), slope, float(logm[0]), float(logm[-1]))
 
 

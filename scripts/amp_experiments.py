@@ -35,6 +35,7 @@ import jax
 import numpy as np
 
 import aim_tutorial as aim
+from aim_tutorial.counting import alpha_scale
 from aim_tutorial.reproduce import amp_run
 
 SEED = 2025
@@ -98,7 +99,7 @@ def part_softmax():
     out = load_previous("softmax").get("curves", {str(T): [] for T in params["T"]})
     for ia, a2 in enumerate(params["alpha_T2"]):
         for T in params["T"]:
-            alpha = a2 * 4 / (T * T + T - 2)
+            alpha = a2 * 4 / alpha_scale(T)
             if any(abs(p["alpha"] - alpha) < 1e-12 for p in out[str(T)]):
                 continue
             runs = [run_one("softmax", params["d"], T, alpha, "softmax", (T, ia, s), max_iter=params["max_iter"])
@@ -113,7 +114,7 @@ def part_softmax150():
     params = dict(d=150, rho=RHO, T=[2, 3], n_instances=8, max_iter=60, damping=0.5, init="prior", alpha_T2=0.13)
     out = {}
     for T in params["T"]:
-        alpha = params["alpha_T2"] * 4 / (T * T + T - 2)
+        alpha = params["alpha_T2"] * 4 / alpha_scale(T)
         runs = [run_one("softmax150", params["d"], T, alpha, "softmax", (T, s), max_iter=params["max_iter"])
                 for s in range(params["n_instances"])]
         out[str(T)] = dict(alpha=alpha, runs=runs)

@@ -29,6 +29,7 @@ import sys
 import jax
 
 from aim_tutorial import datafiles
+from aim_tutorial.counting import alpha_scale
 from aim_tutorial.reproduce import deep_data_set
 
 X_MAIN = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)
@@ -64,7 +65,7 @@ def run_point(seed, d, T, c, rhos, x, n_init, steps, lr):
     # teacher and tokens depend on (seed, T, x, rhos) only, so the skip sweep shares them with main
     key = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), T), int(round(1000 * x)))
     key = jax.random.fold_in(key, int(round(1000 * rhos[0])) * 10000 + int(round(1000 * rhos[1])))
-    alpha = x / (T * T + T - 2)
+    alpha = x / alpha_scale(T)
     r = deep_data_set(key, d, rhos, alpha, T, c=c, n_init=n_init, steps=steps, lr=lr)
     vals = []
     for ell in range(2):

@@ -31,6 +31,7 @@ import jax
 import numpy as np
 
 from aim_tutorial import datafiles
+from aim_tutorial.counting import alpha_scale
 from aim_tutorial.reproduce import gd_data_set
 
 DEFAULT_X = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
@@ -88,7 +89,7 @@ def main(argv=None):
                        for T in a.T for x in a.x):  # one data set at a time
         # the key depends on the value of x (its index in the default grid), not on the list given
         i = DEFAULT_X.index(x) if x in DEFAULT_X else int(round(1000 * x))
-        alpha = x / (T * T + T - 2)
+        alpha = x / alpha_scale(T)
         k = jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(base, T), i), s)
         r = gd_data_set(k, d, a.rho, alpha, T, n_init=a.n_init, steps=a.steps, lr=a.lr)
         row = [d, T, alpha, x, s, r["n"], r["single_mean"], r["single_std"], *r["avg_K"], r["final_loss_mean"],

@@ -57,6 +57,7 @@ from scipy import special as sps
 from scipy.interpolate import BarycentricInterpolator
 
 from .. import _checks
+from ..counting import dof_fraction
 from .base import Channel, check_symmetric, log_npdf
 
 __all__ = [
@@ -660,7 +661,7 @@ def make(name: str, summary: str, f_of: Callable, *, label_noise: float = 0.0, u
         st = structure(T, float(beta))
         Q0 = 1 + rho
         p_d, p_o = flat_probability(st, 2 * Q0), flat_probability(st, Q0)
-        dof = 2 * rho - rho * rho if rho <= 1 else 1.0
+        dof = dof_fraction(rho)
         lim = 2 * T * (1 - p_d) + T * (T - 1) * (1 - p_o)  # lim_{V' -> 0} V' q_hat / alpha
         return dof / lim if lim > 0 else None
 

@@ -12,17 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..counting import alpha_scale, dof_fraction
 from .base import Channel, check_symmetric, frob_sq, gauss_norm, register
 
 __all__ = [
     "LINEAR",
-    "dof",
 ]
-
-
-def dof(rho: float) -> float:
-    """Degrees of freedom of the teacher per ``d^2/2``: ``2 rho - rho^2`` (``1`` for ``rho >= 1``)."""
-    return 2 * rho - rho * rho if rho <= 1 else 1.0
 
 
 def _score(y, omega, Vp, beta, score):
@@ -35,19 +30,19 @@ def _log_partition(y, omega, Vp, beta):
 
 
 def _H(q, Vp, T, beta, score):
-    return (T * T + T) / Vp
+    return alpha_scale(T, "entrywise") / Vp
 
 
 def _ElogZ(q, Vp, T, beta):
-    return -(T * T + T) / 4 * np.log(Vp)
+    return -alpha_scale(T, "entrywise") / 4 * np.log(Vp)
 
 
 def _perfect(rho, T, beta, noise):
-    return dof(rho) / (T * T + T) if noise == 0 else None
+    return dof_fraction(rho) / alpha_scale(T, "entrywise") if noise == 0 else None
 
 
 def _label_error(q, Vp, T, beta, key, n_samples):
-    return Vp * (T * T + T)
+    return Vp * alpha_scale(T, "entrywise")
 
 
 def _check_outputs(name, y, beta, log_outputs):

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import _checks
 from .base import Channel, frob_sq, gauss_norm, register, symmetric_gaussian
-from .linear import dof
+from ..counting import alpha_scale, dof_fraction
 
 __all__ = [
     "SOFTMAX",
@@ -91,7 +91,7 @@ def _check_outputs(name, y, beta, log_outputs):
 
 
 def _K(T):
-    return T * T + T - 2
+    return alpha_scale(T)
 
 
 def _H(q, Vp, T, beta, score):
@@ -103,7 +103,7 @@ def _ElogZ(q, Vp, T, beta):
 
 
 def _perfect(rho, T, beta, noise):
-    return dof(rho) / _K(T) if noise == 0 else None
+    return dof_fraction(rho) / _K(T) if noise == 0 else None
 
 
 def _label_error(q, Vp, T, beta, key, n_samples):
