@@ -41,6 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _checks
+from .config import algorithm_dtype
 from .counting import alpha_scale, dof_fraction
 from .gd import (_array, _scalar, _student_indices, _student_matrix, _tokens_and_labels, _traced, _train_students,
                  _weights)
@@ -407,6 +408,9 @@ def _deep_loss(Ws, X, y, beta, c):
 class DeepGDResult(NamedTuple):
     """Result of :func:`train_deep_gd` (``L`` layers, ``K = n_init`` students, ``R`` records).
 
+    The arrays are in the dtype the students were trained in (``train_deep_gd(..., dtype=)``,
+    see :func:`aim_tutorial.config.algorithm_dtype`): float64 by default on a CPU.
+
     Attributes:
         S_hat: ``(L, d, d)``, per layer the average of the students' ``S_l``.
         S_students: ``(K, L, d, d)``, each student's matrices.
@@ -463,6 +467,7 @@ def train_deep_gd(
     S_true=None,
     widths: Optional[Sequence[int]] = None,
     record_every: Optional[int] = None,
+    dtype=None,
 ) -> DeepGDResult:
     """Train ``n_init`` deep students by full-batch Adam and average them per layer, eq. (eq-deep-loss).
 
@@ -490,15 +495,21 @@ def train_deep_gd(
         widths: student widths ``r_l >= 1``, overriding the matched default.
         record_every: record errors every this many steps (default about 50
             records); must divide ``steps``.
+        dtype: the dtype of the training, ``"float32"`` or ``"float64"`` (or a NumPy/JAX dtype);
+            ``None``: the environment variable ``AIM_DTYPE``, else float64 on a CPU and float32
+            on a GPU/TPU (:func:`aim_tutorial.config.algorithm_dtype`). ``X``, ``y``, the initial
+            weights (drawn in float64, then cast) and ``S_true`` are cast to it, and every step
+            runs in it.
 
     Returns:
-        :class:`DeepGDResult`, with per student ``diverged`` and ``status`` (why it stopped).
+        :class:`DeepGDResult`, with per student ``diverged`` and ``status`` (why it stopped);
+        its arrays are in ``dtype``.
 
     Raises:
         ValueError: an argument out of its range, each error naming it: no data (``n = 0``),
             shapes of ``X``, ``y``, ``S_true``, ``widths`` that do not match, entries that are
             not finite, ``y`` not row-stochastic, ``lr`` not in ``(0, inf)``, counts that are not
-            integers.
+            integers, a ``dtype`` that is not float32 or float64.
 
     Example:
         >>> import jax, aim_tutorial as aim
@@ -519,6 +530,7 @@ def train_deep_gd(
     lr = _checks.positive("lr", lr)
     beta = _checks.positive("beta", beta)
     c = _checks.nonnegative("c", c)
+    dtype = algorithm_dtype(dtype)
     X, y = _tokens_and_labels(X, y)
     _checks.row_stochastic("y", y)
     n, T, d = np.shape(X)
@@ -539,12 +551,13 @@ def train_deep_gd(
             if np.shape(S) != (d, d):
                 raise ValueError(f"S_true[{i}] must have shape (d, d) = {(d, d)}, got {np.shape(S)}")
             _checks.square_symmetric(f"S_true[{i}]", S)
-        S_true = jnp.stack([jnp.asarray(S, dtype=jnp.float64) for S in S_true])
+        S_true = jnp.stack([jnp.asarray(S, dtype=jnp.float64) for S in S_true])  # cast to dtype by _train_students
 
     W0 = tuple(jax.random.normal(k, (n_init, d, w)) for k, w in zip(jax.random.split(key, L), widths))
     trained = _train_students(
         W0, _deep_loss, X, y, (beta, c), rhos=rhos, steps=steps, lr=lr, optimizer="adam",
-        errors=None if S_true is None else _deep_errors, S_true=S_true, record_every=record_every, records=50)
+        errors=None if S_true is None else _deep_errors, S_true=S_true, record_every=record_every, records=50,
+        dtype=dtype)
     return DeepGDResult(widths=widths, **trained._asdict())
 
 

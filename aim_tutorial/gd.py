@@ -40,6 +40,7 @@ import numpy as np
 import optax
 
 from . import _checks
+from .config import algorithm_dtype
 
 __all__ = ["GDResult", "train_gd", "student_indices", "student_matrix", "gd_loss", "averaged_errors",
            "load_gd_data"]
@@ -49,6 +50,9 @@ OPTIMIZERS = ("adam", "gd")
 
 class GDResult(NamedTuple):
     """Result of :func:`train_gd`.
+
+    The arrays are in the dtype the students were trained in (``train_gd(..., dtype=)``, see
+    :func:`aim_tutorial.config.algorithm_dtype`): float64 by default on a CPU.
 
     Attributes:
         S_hat: ``(d, d)``, the average of the students' ``S`` (the estimator of
@@ -467,7 +471,8 @@ class _ChannelLoss(NamedTuple):
 
 
 def _train_students(W0, student_loss, X, y, params, *, rhos, steps, lr, optimizer="adam", errors=None, S_true=None,
-                    record_every=None, records=100, chunks=1, progress=False, desc="students") -> _Trained:
+                    record_every=None, records=100, chunks=1, progress=False, desc="students",
+                    dtype=None) -> _Trained:
     """The training driver of :func:`train_gd` and :func:`aim_tutorial.deep.train_deep_gd`.
 
     Trains the ``K`` students stacked in ``W0`` together (:func:`scan_students`, jitted, in
@@ -480,7 +485,7 @@ def _train_students(W0, student_loss, X, y, params, *, rhos, steps, lr, optimize
         student_loss: ``student_loss(W, X, y, *params)``, one student's loss. A static argument of the jitted
             chunk, so hashable by value (a module-level function, :class:`_ChannelLoss`): a new
             closure at every call would compile again.
-        X, y: float64 tokens ``(n, T, d)`` and labels ``(n, T, T)``.
+        X, y: tokens ``(n, T, d)`` and labels ``(n, T, T)``.
         params: the loss's real scalars (traced: one compilation for all their values).
         rhos: the teacher's width ratios, one a layer: the scale of the divergence test.
         steps, lr, optimizer: validated; ``optimizer`` one of :data:`OPTIMIZERS`.
@@ -489,7 +494,11 @@ def _train_students(W0, student_loss, X, y, params, *, rhos, steps, lr, optimize
         S_true: the teacher as ``errors`` takes it (``(d, d)``, or ``(L, d, d)`` with layers).
         record_every: must divide ``steps``; ``None``: about ``records`` records.
         chunks: about this many jitted calls, the updates of the ``tqdm`` bar (``progress``, ``desc``).
+        dtype: the dtype of the training, resolved by :func:`aim_tutorial.config.algorithm_dtype`:
+            ``X``, ``y``, ``W0``, ``S_true``, ``params`` and ``lr`` are cast to it, the loop runs in
+            it and the returned arrays are in it.
     """
+    dtype = algorithm_dtype(dtype)
     if record_every is None:
         record_every = _largest_divisor_at_most(steps, max(1, steps // records))
     record_every = _checks.integer_at_least("record_every", record_every, 1)
@@ -497,13 +506,16 @@ def _train_students(W0, student_loss, X, y, params, *, rhos, steps, lr, optimize
         raise ValueError(f"record_every must divide steps={steps}, got {record_every}")
     n_rec = steps // record_every
     per_chunk = _largest_divisor_at_most(n_rec, max(1, -(-n_rec // chunks)))  # chunks of equal size: one compile
-    X = jnp.asarray(X, dtype=jnp.float64)
-    y = jnp.asarray(y, dtype=jnp.float64)
+    X = jnp.asarray(X, dtype=dtype)
+    y = jnp.asarray(y, dtype=dtype)
     layered = not hasattr(W0, "shape")
+    W0 = tuple(jnp.asarray(w, dtype=dtype) for w in W0) if layered else jnp.asarray(W0, dtype=dtype)
+    if S_true is not None:
+        S_true = jnp.asarray(S_true, dtype=dtype)
     d = X.shape[-1]
 
     carry = (W0, jax.vmap(_make_optimizer(optimizer, lr).init)(W0))
-    args = (X, y, tuple(jnp.float64(p) for p in params), S_true, jnp.float64(lr))
+    args = (X, y, tuple(jnp.asarray(p, dtype=dtype) for p in params), S_true, jnp.asarray(lr, dtype=dtype))
     kw = {"student_loss": student_loss, "errors": errors, "optimizer": optimizer, "n_records": per_chunk,
           "record_every": record_every}
     losses, errs, errs_mean = [], [], []
@@ -572,6 +584,7 @@ def train_gd(
     S_true=None,
     record_every: Optional[int] = None,
     progress: Optional[bool] = None,
+    dtype=None,
 ) -> GDResult:
     """Train ``n_init`` students by full-batch gradient descent and average them, eq. (eq-gd-loss).
 
@@ -611,18 +624,24 @@ def train_gd(
             records); must divide ``steps``.
         progress: show a ``tqdm`` bar (default: only for runs expected to take
             more than a few seconds).
+        dtype: the dtype of the training, ``"float32"`` or ``"float64"`` (or a NumPy/JAX dtype);
+            ``None``: the environment variable ``AIM_DTYPE``, else float64 on a CPU and float32
+            on a GPU/TPU (:func:`aim_tutorial.config.algorithm_dtype`). ``X``, ``y``, the initial
+            weights (drawn in float64, then cast: both dtypes start from the same students) and
+            ``S_true`` are cast to it, and every step runs in it.
 
     Returns:
         :class:`GDResult` with ``S_hat``, ``S_students``, loss curves
         ``(n_init, steps)``, error curves, a per-student ``finite`` flag, and per student
         ``diverged`` and ``status`` (why it stopped: all steps done, or the loss or the
-        norm of ``S_k`` that passed its bound, and when).
+        norm of ``S_k`` that passed its bound, and when). Its arrays are in ``dtype``.
 
     Raises:
         ValueError: an argument out of its range (each error names it): no data (``n = 0``),
             ``X``/``y`` shapes that do not match, entries that are not finite, softmax labels
             that are not row-stochastic, a channel that is unknown or not differentiable,
-            ``lr`` not in ``(0, inf)``, an unknown optimizer, counts that are not integers.
+            ``lr`` not in ``(0, inf)``, an unknown optimizer, counts that are not integers, a
+            ``dtype`` that is not float32 or float64.
 
     Example:
         >>> import jax, aim_tutorial as aim
@@ -645,6 +664,7 @@ def train_gd(
     beta = _beta_check(channel)("beta", beta)
     weight_decay = _checks.nonnegative("weight_decay", weight_decay)
     _checks.one_of("optimizer", optimizer, OPTIMIZERS)
+    dtype = algorithm_dtype(dtype)
     X, y = _tokens_and_labels(X, y)
     _labels_match(y, channel)
     n, T, d = np.shape(X)
@@ -659,7 +679,7 @@ def train_gd(
         if np.shape(S_true) != (d, d):
             raise ValueError(f"S_true must have shape (d, d) = {(d, d)}, got shape {np.shape(S_true)}")
         _checks.square_symmetric("S_true", S_true)
-        S_true = jnp.asarray(S_true, dtype=jnp.float64)
+        S_true = jnp.asarray(S_true, dtype=jnp.float64)  # cast to dtype by _train_students
     if progress is None:
         progress = 6.0 * steps * n_init * n * T * d * width > 2e11  # about 10 s on a laptop core
 
@@ -667,7 +687,7 @@ def train_gd(
         jax.random.normal(key, (n_init, d, width)), _ChannelLoss(channel), X, y, (beta, weight_decay),
         rhos=[rho], steps=steps, lr=lr, optimizer=optimizer, errors=None if S_true is None else _errors,
         S_true=S_true, record_every=record_every, records=100, chunks=20, progress=progress,
-        desc=f"train_gd ({n_init} students, {steps} steps)")
+        desc=f"train_gd ({n_init} students, {steps} steps)", dtype=dtype)
     return GDResult(width=width, **trained._asdict())
 
 

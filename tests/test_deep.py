@@ -446,3 +446,26 @@ def test_deep_output_invalid_inputs_name_the_argument(arg, i):
     kw[arg] = bad[i % len(bad)]
     with pytest.raises((ValueError, TypeError), match=rf"(?<![\w.]){arg}(?!\w)"):
         deep.deep_output(**kw)
+
+
+def test_train_deep_gd_dtype(key, monkeypatch):
+    # float32 runs in float32 and learns what float64 learns; the default on a CPU is float64. Tolerance 1e-2, looser
+    # than the benchmark's 1e-3 (benchmarks/precision.py): a tiny instance (d = 12, 60 steps) kept quick and robust.
+    monkeypatch.delenv("AIM_DTYPE", raising=False)
+    k1, k2, k3 = jax.random.split(key, 3)
+    Ss = deep.sample_deep_teacher(k1, 12, [0.5, 0.5])
+    X, y = aim.sample_data(k2, Ss, n=150, T=2, channel="deep")
+    r32 = aim.train_deep_gd(k3, X, y, [0.5, 0.5], n_init=2, steps=60, S_true=Ss, dtype="float32")
+    r64 = aim.train_deep_gd(k3, X, y, [0.5, 0.5], n_init=2, steps=60, S_true=Ss, dtype=np.float64)
+    for r, dt in ((r32, np.float32), (r64, np.float64)):
+        assert all(w.dtype == dt for w in r.W)
+        for field in ("S_hat", "S_students", "loss", "final_loss", "error_students", "error_mean"):
+            assert getattr(r, field).dtype == dt, field
+    assert not r32.diverged.any()
+    np.testing.assert_allclose(r32.error_mean[:, -1], r64.error_mean[:, -1], atol=1e-2)
+    if jax.default_backend() == "cpu":
+        default = aim.train_deep_gd(k3, X, y, [0.5, 0.5], n_init=2, steps=60, S_true=Ss)
+        assert default.S_hat.dtype == np.float64
+        assert np.array_equal(np.asarray(default.S_hat), np.asarray(r64.S_hat))
+    with pytest.raises(ValueError, match=r"^dtype must be one of"):
+        aim.train_deep_gd(k3, X, y, [0.5, 0.5], n_init=2, steps=4, dtype="int32")

@@ -243,7 +243,7 @@ SPECS = [
      {"S_students": "array", "S_true": "sym"}),
     ("train_gd", aim.train_gd, dict(key=K, X=X0, y=Y0, rho=0.5, steps=4, lr=0.01),
      {"key": "key", "X": "array", "y": "array", "rho": "pos", "n_init": "int1", "steps": "int1", "lr": "pos",
-      "channel": "choice", "beta": "pos", "optimizer": "choice", "weight_decay": "nonneg"}),
+      "channel": "choice", "beta": "pos", "optimizer": "choice", "weight_decay": "nonneg", "dtype": "choice"}),
     # deep attention (chapter 7)
     ("deep_alpha_count", deep.deep_alpha_count, dict(rhos=[0.5, 0.5], T=2), {"T": "int2"}),
     ("limit_overlap_matrix", deep.limit_overlap_matrix, dict(rhos=[0.5, 0.5]), {}),
@@ -275,7 +275,7 @@ SPECS = [
      {"label_noise": "nonneg"}),
     ("train_deep_gd", aim.train_deep_gd, dict(key=K, X=X0, y=Y0, rhos=[0.5, 0.5], steps=4, lr=0.01),
      {"key": "key", "X": "array", "y": "array", "n_init": "int1", "steps": "int1", "lr": "pos",
-      "beta": "nonneg", "c": "real"}),
+      "beta": "nonneg", "c": "real", "dtype": "choice"}),
 ]
 
 # the lists of widths are checked element by element
