@@ -75,7 +75,7 @@ unit:
 
 # The edit-test loop: the unit tests without those marked slow (CI runs them all).
 test-fast: install
-	$(BIN)/python -m pytest tests -q --ignore=tests/browser -n $(JOBS) -m "not slow"
+	$(BIN)/python -m pytest tests aim_tutorial --doctest-modules -q --ignore=tests/browser -n $(JOBS) -m "not slow"
 
 # Mutation testing of the scientific core (scripts/mutation.py, cosmic-ray): every mutant of
 # MODULES (default: all of them), JOBS modules at a time, each against its own tests; the kill
