@@ -54,6 +54,7 @@ _CH = ["tests/test_channels.py", "tests/test_channel_registry.py", "tests/test_s
 _EW = ["tests/test_elementwise.py", "tests/test_channel_registry.py", "tests/test_state_evolution.py"]
 MODULES = {
     "rmt": ("aim_tutorial/rmt.py", ["tests/test_rmt.py"]),
+    "counting": ("aim_tutorial/counting.py", ["tests/test_state_evolution.py", "tests/test_deep.py"]),
     "state_evolution": ("aim_tutorial/state_evolution.py", ["tests/test_state_evolution.py"]),
     "amp": ("aim_tutorial/amp.py", ["tests/test_amp.py"]),
     "model": ("aim_tutorial/model.py", ["tests/test_model.py"]),
