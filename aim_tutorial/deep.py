@@ -558,7 +558,7 @@ def train_deep_gd(
         W0, _deep_loss, X, y, (beta, c), rhos=rhos, steps=steps, lr=lr, optimizer="adam",
         errors=None if S_true is None else _deep_errors, S_true=S_true, record_every=record_every, records=50,
         dtype=dtype)
-    return DeepGDResult(widths=widths, **trained._asdict())
+    return DeepGDResult(widths=widths, **trained)
 
 
 # --------------------------------------------------------------------------- the output channel (L = 2)

@@ -445,22 +445,6 @@ def _largest_divisor_at_most(m, cap):
     return 1
 
 
-class _Trained(NamedTuple):
-    """What :func:`_train_students` returns: the fields :class:`GDResult` and ``DeepGDResult`` share."""
-
-    S_hat: jax.Array
-    S_students: jax.Array
-    W: object
-    loss: jax.Array
-    final_loss: jax.Array
-    record_steps: np.ndarray
-    error_students: Optional[jax.Array]
-    error_mean: Optional[jax.Array]
-    finite: jax.Array
-    diverged: np.ndarray
-    status: tuple
-
-
 class _ChannelLoss(NamedTuple):
     """One student's loss :func:`gd_loss` with its channel: hashable by value, a static argument of the jit."""
 
@@ -472,7 +456,7 @@ class _ChannelLoss(NamedTuple):
 
 def _train_students(W0, student_loss, X, y, params, *, rhos, steps, lr, optimizer="adam", errors=None, S_true=None,
                     record_every=None, records=100, chunks=1, progress=False, desc="students",
-                    dtype=None) -> _Trained:
+                    dtype=None) -> dict:
     """The training driver of :func:`train_gd` and :func:`aim_tutorial.deep.train_deep_gd`.
 
     Trains the ``K`` students stacked in ``W0`` together (:func:`scan_students`, jitted, in
@@ -497,6 +481,9 @@ def _train_students(W0, student_loss, X, y, params, *, rhos, steps, lr, optimize
         dtype: the dtype of the training, resolved by :func:`aim_tutorial.config.algorithm_dtype`:
             ``X``, ``y``, ``W0``, ``S_true``, ``params`` and ``lr`` are cast to it, the loop runs in
             it and the returned arrays are in it.
+
+    Returns:
+        a dict of the fields :class:`GDResult` and ``DeepGDResult`` share (``S_hat`` ... ``status``).
     """
     dtype = algorithm_dtype(dtype)
     if record_every is None:
@@ -552,7 +539,8 @@ def _train_students(W0, student_loss, X, y, params, *, rhos, steps, lr, optimize
     norms = jnp.sum(S_students * S_students, axis=(-1, -2)).reshape(len(loss), -1) / d  # (K, L)
     loss_ref = np.maximum(np.asarray(loss[:, 0]), float(jnp.sum(y * y)) / d)
     diverged, status = _divergence(loss, final_loss, norms, scales, loss_ref, steps, layered=layered)
-    return _Trained(
+    # the fields GDResult and DeepGDResult share (each adds its widths)
+    return dict(
         S_hat=jnp.mean(S_students, axis=0),
         S_students=S_students,
         W=W,
@@ -688,7 +676,7 @@ def train_gd(
         rhos=[rho], steps=steps, lr=lr, optimizer=optimizer, errors=None if S_true is None else _errors,
         S_true=S_true, record_every=record_every, records=100, chunks=20, progress=progress,
         desc=f"train_gd ({n_init} students, {steps} steps)", dtype=dtype)
-    return GDResult(width=width, **trained._asdict())
+    return GDResult(width=width, **trained)
 
 
 # --------------------------------------------------------------------------- precomputed data
