@@ -53,7 +53,7 @@ import numpy as np
 
 from . import _checks
 
-__all__ = ["DataFile", "append_rows", "current_versions", "listed", "make_header", "packaged", "read", "summary",
+__all__ = ["DataFile", "append_rows", "current_versions", "listed", "make_header", "packaged", "read", "summary", "command_line",
            "table_text", "write_document", "write_table"]
 
 #: the first header key of a table, which names the format
@@ -153,6 +153,13 @@ def _this_command() -> str:
     if argv and argv[0].endswith(".py"):
         argv[0] = os.path.relpath(argv[0]) if os.path.isabs(argv[0]) else argv[0]
     return " ".join(["python"] + argv)
+
+
+def command_line(script: str, argv=None) -> str:
+    """``python SCRIPT ARGS``: the command a header records, ``ARGS`` from ``argv`` (default: this
+    process's arguments), so that a script's ``main(argv)`` records what it was given."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    return " ".join(["python", script] + [str(a) for a in args])
 
 
 def _atomic_write(path: str, text: str) -> None:

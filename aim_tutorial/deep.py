@@ -85,12 +85,11 @@ def sample_deep_teacher(key: jax.Array, d: int, rhos: Sequence[float]) -> list:
         >>> [S.shape for S in aim.deep.sample_deep_teacher(jax.random.key(0), 8, [0.5, 1.0])]
         [(8, 8), (8, 8)]
     """
-    from .model import sample_teacher
+    from .model import _sample_teachers
 
     key = _checks.prng_key("key", key)
     d = _checks.integer_at_least("d", d, 1)
-    rhos = _rhos(rhos)
-    return [sample_teacher(k, d, r) for k, r in zip(jax.random.split(key, len(rhos)), rhos)]
+    return _sample_teachers(key, d, _rhos(rhos))
 
 
 def deep_output(hs, beta, c):

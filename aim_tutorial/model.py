@@ -404,6 +404,11 @@ def n_samples(alpha: float, d: int) -> int:
     return max(1, int(round(alpha * d * d)))
 
 
+def _sample_teachers(key, d, rhos) -> list:
+    """One teacher a layer, from ``key`` split in ``len(rhos)`` (:func:`aim_tutorial.deep.sample_deep_teacher`)."""
+    return [sample_teacher(k, d, r) for k, r in zip(jax.random.split(key, len(rhos)), rhos)]
+
+
 class Instance(NamedTuple):
     """One instance of the learning problem, from :func:`make_instance`.
 
@@ -455,8 +460,7 @@ def make_instance(key: jax.Array, d: int, rho, alpha: float, T: int = 2, *,
     n = n_samples(alpha, d)
     k_teacher, k_data, k_algorithm = jax.random.split(key, 3)
     if isinstance(channel, str) and channel == "deep":
-        rhos = _layers("rho", rho)
-        S = [sample_teacher(k, d, r) for k, r in zip(jax.random.split(k_teacher, len(rhos)), rhos)]
+        S = _sample_teachers(k_teacher, d, _layers("rho", rho))
     else:
         S = sample_teacher(k_teacher, d, rho)
     X, y = sample_data(k_data, S, n, T, channel=channel, beta=beta, noise=noise, c=c, label_noise=label_noise,

@@ -70,7 +70,7 @@ import numpy as np
 
 from . import _checks
 from .config import SCALES, _SIZES
-from .counting import dof_fraction
+from .counting import alpha_scale, dof_fraction
 
 __all__ = [
     "amp_run",
@@ -167,12 +167,6 @@ def figure_sizes(name: str, scale: str) -> dict:
     return dict(_SIZES["reproduce"][scale][_SIZE_KEY.get(name, name)])
 
 
-def _K(T: int) -> int:
-    from .counting import alpha_scale
-
-    return alpha_scale(T)
-
-
 # --------------------------------------------------------------------------- state evolution figures
 
 
@@ -183,7 +177,7 @@ def _compute_softmax_se(sz, seed, progress):
     rows = []
     x = np.linspace(0.0, 1.05 * dof_fraction(rho), sz["n_alpha"])
     for T in _tqdm(sz["T"], progress, "softmax SE, T"):
-        alpha = x / _K(T)
+        alpha = x / alpha_scale(T)
         res = solve_state_evolution(alpha, rho, T=T, channel="softmax")
         for a, xx, m, c in zip(alpha, x, res.mmse, res.converged):
             rows.append((T, a, xx, m, float(c)))
@@ -399,7 +393,7 @@ def _gd_runs(sz_items, seed, progress):
     pts = [(s, T, i, x) for s in range(sz["seeds"]) for T in sz["T"] for i, x in enumerate(sz["x"])]
     rows = []
     for s, T, i, x in _tqdm(pts, progress, f"gradient descent, d={d}, {n_init} students"):
-        alpha = x / _K(T)
+        alpha = x / alpha_scale(T)
         # the key scheme of scripts/gd_paper_data.py
         r = gd_data_set(_key(seed, T, i, s), d, rho, alpha, T, n_init=n_init, steps=sz["steps"], lr=sz["lr"])
         rows.append((T, alpha, x, s, r["n"], r["single_mean"], r["single_std"], *r["avg_K"], r["n_finite"],
@@ -421,7 +415,7 @@ def _se_line(rho, x_max, n=200):
     from .state_evolution import solve_state_evolution
 
     x = np.linspace(0.0, x_max, n)
-    return x, solve_state_evolution(x / _K(2), rho, T=2).mmse
+    return x, solve_state_evolution(x / alpha_scale(2), rho, T=2).mmse
 
 
 def _plot_gd(data, fig, which):
@@ -465,14 +459,14 @@ def _compute_deep(sz, seed, progress):
         # the key scheme of scripts/deep_gd_data.py
         widths_code = round(1000 * rhos[0]) * 10000 + round(1000 * rhos[1])
         key = _key(seed, T, round(1000 * x), widths_code)
-        alpha = x / _K(T)
+        alpha = x / alpha_scale(T)
         r = deep_data_set(key, d, rhos, alpha, T, c=c, n_init=sz["n_init"], steps=sz["steps"], lr=sz["lr"])
         rows.append((x, alpha, r["n"], r["single_mean"][0], r["single_std"][0], r["avg"][0], r["single_mean"][1],
                      r["single_std"][1], r["avg"][1], r["n_finite"], r["seconds"]))
     cols = ("x", "alpha", "n", "single1_mean", "single1_std", "avg1", "single2_mean", "single2_std", "avg2",
             "n_finite", "seconds")
     params = dict(d=d, rhos=rhos, T=T, c=c, beta=1.0, n_init=sz["n_init"], steps=sz["steps"], lr=sz["lr"],
-                  optimizer="adam", x_count=deep.deep_alpha_count(rhos, T) * _K(T),
+                  optimizer="adam", x_count=deep.deep_alpha_count(rhos, T) * alpha_scale(T),
                   x_definition="alpha (T^2 + T - 2)")
     return cols, rows, params
 

@@ -55,7 +55,7 @@ TITLES = {"softmax": "GAMP-RIE against the state evolution, softmax, T = 2, 3, 4
 def header(part, params):
     title = TITLES[part] + (", with the RIE continued off the support" if RIE_OUTSIDE != "edge" else "")
     return aim.datafiles.make_header(
-        title, command=" ".join(["python scripts/amp_experiments.py"] + sys.argv[1:]), seed=SEED,
+        title, command=aim.datafiles.command_line("scripts/amp_experiments.py"), seed=SEED,
         params=dict(params, part=part, rie_outside=RIE_OUTSIDE),
         notes=[f"machine: {os.cpu_count()} CPU cores, {jax.devices()[0].platform}"])
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 import jax
 
@@ -85,7 +84,7 @@ def main(argv=None):
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "aim_tutorial", "data",
                                                "deep_gd.csv"))
     a = p.parse_args(argv)
-    command = ("python scripts/deep_gd_data.py " + " ".join(sys.argv[1:] if argv is None else argv)).strip()
+    command = datafiles.command_line("scripts/deep_gd_data.py", argv)
     header = datafiles.make_header(
         "Two-layer students on deep attention (chapter 7 of the aim-tutorial book).", command=command,
         seed=a.seed, params=dict(d=a.d, L=2, beta=1.0, noise=0.0, channel="deep", n_init=a.n_init,

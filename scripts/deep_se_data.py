@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
 import jax
@@ -66,7 +65,7 @@ def main(argv=None):
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "aim_tutorial", "data",
                                                "deep_se.csv"))
     a = p.parse_args(argv)
-    command = ("python scripts/deep_se_data.py " + " ".join(sys.argv[1:] if argv is None else argv)).strip()
+    command = datafiles.command_line("scripts/deep_se_data.py", argv)
     header = datafiles.make_header(
         "Per-layer-RIE state evolution of two-layer deep attention, a conjecture (chapter 7 of the aim-tutorial "
         "book).", command=command, seed=a.seed,

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
 import numpy as np
@@ -63,7 +62,7 @@ def main(argv=None):
         print(f"rho = {rho}: done ({time.time() - t_all:.0f} s)", flush=True)
     header = datafiles.make_header(
         "State-evolution tables of the explorers of chapter 8 (aim-tutorial book).",
-        command=("python scripts/explore_tables.py " + " ".join(sys.argv[1:] if argv is None else argv)).strip(),
+        command=datafiles.command_line("scripts/explore_tables.py", argv),
         seed=None,
         params=dict(T=2, rho=list(RHOS), noise=list(NOISES), x_softmax=f"linspace(0, 2, {X_SOFT.size})",
                     alpha_hardmax=f"geomspace(1e-3, 10, {A_HARD.size})", x_relu=f"linspace(0, 3, {X_RELU.size})",

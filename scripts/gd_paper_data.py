@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
 import jax
@@ -66,13 +65,13 @@ def main(argv=None):
     Ks = [2**j for j in range(int(np.log2(a.n_init)) + 1)]
     cols = ["d", "T", "alpha", "x", "seed", "n", "single_mean", "single_std"] + [f"avg_K{K}" for K in Ks] + [
         "final_loss_mean", "n_finite", "seconds"]
-    command = "python scripts/gd_paper_data.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = datafiles.command_line("scripts/gd_paper_data.py", argv)
     params = dict(d=ds, seeds=seeds, first_seed=a.first_seed, T=a.T, x=a.x, rho=a.rho, beta=1.0, noise=0.0,
                   channel="softmax", n_init=a.n_init, init="W ~ N(0, 1)", optimizer="adam", lr=a.lr,
                   steps=a.steps, weight_decay=0.0, batch="full")
     header = datafiles.make_header(
         "Gradient descent on the softmax attention-indexed model (chapter 6 of the aim-tutorial book).",
-        command=command.strip(), seed=a.seed, params=params,
+        command=command, seed=a.seed, params=params,
         notes=[f"the key of a data set: key(seed) folded with (T, index of x in {DEFAULT_X}, data seed), then "
                "aim.make_instance (teacher, data and the students' initialisation)",
                "errors are ||S - S_true||_F^2 / d; single_* over the n_init students; avg_KK is the error of the "
@@ -80,7 +79,7 @@ def main(argv=None):
                "wall time of a data set"])
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     if a.append and os.path.exists(a.out):
-        datafiles.append_rows(a.out, {c: [] for c in cols}, command=command.strip())
+        datafiles.append_rows(a.out, {c: [] for c in cols}, command=command)
     else:
         datafiles.write_table(a.out, {c: [] for c in cols}, header)
     t_all = time.time()
@@ -98,7 +97,7 @@ def main(argv=None):
         print(f"d {d} seed {s} T {T} x {x:.2f} n {r['n']}: single {r['single_mean']:.4f} avg{a.n_init} "
               f"{r['avg_K'][-1]:.4f} ({r['seconds']:.1f} s, total {time.time() - t_all:.0f} s)", flush=True)
     datafiles.append_rows(a.out, {c: [] for c in cols}, add_command=False,
-                          notes=[f"total wall time {time.time() - t_all:.0f} s ({command.strip()})"])
+                          notes=[f"total wall time {time.time() - t_all:.0f} s ({command})"])
 
 if __name__ == "__main__":
     main()

@@ -90,20 +90,16 @@ def _check_outputs(name, y, beta, log_outputs):
     _checks.row_stochastic(name, y, atol=_ATOL)
 
 
-def _K(T):
-    return alpha_scale(T)
-
-
 def _H(q, Vp, T, beta, score):
-    return _K(T) / Vp
+    return alpha_scale(T) / Vp
 
 
 def _ElogZ(q, Vp, T, beta):
-    return -_K(T) / 4 * np.log(Vp)
+    return -alpha_scale(T) / 4 * np.log(Vp)
 
 
 def _perfect(rho, T, beta, noise):
-    return dof_fraction(rho) / _K(T) if noise == 0 else None
+    return dof_fraction(rho) / alpha_scale(T) if noise == 0 else None
 
 
 def _label_error(q, Vp, T, beta, key, n_samples):
