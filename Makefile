@@ -3,7 +3,8 @@
 #   make test   install everything and run every test: unit tests, the curated mutants
 #               that must stay killed (make mutation-ci), the book built
 #               from scratch with execution forced, the browser test of the built
-#               book, nbval over the executed chapters, the check that the committed
+#               book, the student and instructor editions and the PDFs with their
+#               checks, nbval over the executed chapters, the check that the committed
 #               Colab notebooks are the generated ones, and a run of those notebooks
 #               as Colab would run them.
 
@@ -32,7 +33,7 @@ $(CACHED): export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS = 0
 $(CACHED): export JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES = -1
 
 .PHONY: install book test unit test-fast build-strict browser nbval colab colab-check colab-run clean mathjax \
-        mutation mutation-ci
+        mutation mutation-ci student instructor editions pdf tex test-editions
 
 install: $(VENV)/.installed $(MATHJAX)
 
@@ -65,17 +66,19 @@ test: install
 	@mkdir -p $(COLAB_OUT)
 	OUT=$(COLAB_OUT) JOBS=$(JOBS) COLAB_STAGE=prepare bash scripts/colab_check.sh \
 	    > $(COLAB_OUT)/prepare.log 2>&1 &
-	$(MAKE) unit mutation-ci build-strict browser nbval colab-check
+	$(MAKE) unit mutation-ci build-strict browser editions pdf test-editions nbval colab-check
 	OUT=$(COLAB_OUT) JOBS=$(JOBS) COLAB_STAGE=run bash scripts/colab_check.sh
 	@echo "make test: every step passed"
 
 # the docstring examples of the package run too (--doctest-modules aim_tutorial)
 unit:
-	$(BIN)/python -m pytest tests aim_tutorial --doctest-modules -q --ignore=tests/browser -n $(JOBS)
+	$(BIN)/python -m pytest tests aim_tutorial --doctest-modules -q --ignore=tests/browser \
+	    --ignore=tests/editions -n $(JOBS)
 
 # The edit-test loop: the unit tests without those marked slow (CI runs them all).
 test-fast: install
-	$(BIN)/python -m pytest tests aim_tutorial --doctest-modules -q --ignore=tests/browser -n $(JOBS) -m "not slow"
+	$(BIN)/python -m pytest tests aim_tutorial --doctest-modules -q --ignore=tests/browser \
+	    --ignore=tests/editions -n $(JOBS) -m "not slow"
 
 # Mutation testing of the scientific core (scripts/mutation.py, cosmic-ray): every mutant of
 # MODULES (default: all of them), JOBS modules at a time, each against its own tests; the kill
@@ -138,6 +141,55 @@ colab-run:
 
 clean:
 	rm -rf _build
+
+# The teaching editions (_ext/aim_teaching.py), from the same sources as the reader's book
+# (make book): the student edition has no solution anywhere, the instructor edition shows
+# them with each chapter's teaching notes. Each page's outputs come from the execution
+# cache that build-strict fills (a page not in it, or changed since, is executed into it),
+# so an edition does not run the chapters again. Warnings are errors.
+#   make student      -> _build/student/_build/html
+#   make instructor   -> _build/instructor/_build/html
+EDITION_CACHE ?= $(CURDIR)/_build/.strict_cache
+student instructor: install
+	sed -e "s|execute_notebooks: force|execute_notebooks: cache\n  cache: $(EDITION_CACHE)|" \
+	    _config.yml > .dev_config_$@.yml
+	AIM_EDITION=$@ $(BIN)/jupyter-book build . --builder html -W -n --keep-going \
+	    --path-output _build/$@ --config .dev_config_$@.yml; \
+	    status=$$?; rm -f .dev_config_$@.yml; exit $$status
+	@echo "$@ edition: open _build/$@/_build/html/index.html"
+
+# both, side by side (one core each)
+editions:
+	$(MAKE) -j2 student instructor
+
+# Debian's TeX Live for the PDFs (XeLaTeX, latexmk, the fonts), rsvg-convert for the
+# vector figures and pdftotext for the tests; installed when missing.
+TEX_PACKAGES = latexmk texlive-xetex texlive-latex-recommended texlive-latex-extra \
+               texlive-fonts-recommended fonts-freefont-otf librsvg2-bin poppler-utils
+tex:
+	@command -v xelatex >/dev/null && command -v latexmk >/dev/null && command -v rsvg-convert >/dev/null \
+	    && command -v pdftotext >/dev/null || { apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(TEX_PACKAGES); }
+
+# The printable book and problem sets, through Jupyter Book's LaTeX builder (XeLaTeX):
+#   _build/pdf/book.pdf                          the reader's book
+#   _build/pdf/problem-set-N.pdf                 chapter N's exercises
+#   _build/pdf/problem-set-N-solutions.pdf       the same with worked solutions
+# The book's outputs come from the execution cache (as for the editions); the problem
+# sets are written by the last HTML build of the reader's book (_build/problems).
+pdf: install tex
+	@test -f _build/problems/_config.yml || { echo "no _build/problems: build the book first (make book)"; exit 1; }
+	sed -e "s|execute_notebooks: force|execute_notebooks: cache\n  cache: $(EDITION_CACHE)|" \
+	    _config.yml > .dev_config_pdf.yml
+	$(BIN)/jupyter-book build . --builder pdflatex --config .dev_config_pdf.yml; \
+	    status=$$?; rm -f .dev_config_pdf.yml; exit $$status
+	$(BIN)/jupyter-book build _build/problems --builder pdflatex --individualpages
+	mkdir -p _build/pdf && cp _build/latex/book.pdf _build/problems/_build/latex/problem-set-*.pdf _build/pdf/
+	@ls -l _build/pdf
+
+# What the editions and the PDFs must hold (tests/editions): run after them.
+test-editions:
+	$(BIN)/python -m pytest tests/editions -q -p no:cacheprovider
 
 # Python 3.12 with the newest, unpinned JAX (what Colab has): installs into $OUT/venv
 # (default /tmp/aim_py312), runs the fast tests and executes every chapter at AIM_SCALE=smoke.

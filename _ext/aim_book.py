@@ -175,8 +175,51 @@ def _write_vega_bundle(app, exception):
     (static / VEGA_BUNDLE).write_text(vl_convert.javascript_bundle(), encoding="utf-8")
 
 
+def _executed_with_outputs(app, exception):
+    """Each ``_build/jupyter_execute`` notebook with the outputs its page shows.
+
+    With ``execute_notebooks: cache`` (build-strict, the editions) myst-nb 1.4 renders the
+    outputs it took from the cache but writes the notebook it read, without them: nbval
+    then had nothing to compare, and the problem sets no outputs to print. The notebook
+    is merged with its cache record, as myst-nb merged it for the page."""
+    if exception is not None or app.config.nb_execution_mode != "cache":
+        return
+    import nbformat
+    from jupyter_cache import get_cache
+
+    cache = get_cache(app.config.nb_execution_cache_path)
+    for path in sorted((Path(app.outdir).parent / "jupyter_execute").rglob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        if any(c.get("outputs") for c in nb.cells if c.cell_type == "code"):
+            continue
+        try:
+            _, merged = cache.merge_match_into_notebook(nb)
+        except KeyError:        # not a cached page (a page that never ran)
+            continue
+        nbformat.write(merged, path)
+
+
+def _latex_macros(app, config):
+    """The book's TeX macros (``mathjax3_config``) in the LaTeX preamble: one definition."""
+    macros = config.mathjax3_config.get("tex", {}).get("macros", {})
+    lines = [f"\\providecommand{{\\{name}}}{{}}\\renewcommand{{\\{name}}}{{{body}}}"
+             for name, body in macros.items()]
+    elements = dict(config.latex_elements)
+    elements["preamble"] = elements.get("preamble", "") + "\n" + "\n".join(lines) + "\n"
+    config.latex_elements = elements
+
+
 def setup(app):
     _patch_merge_streams()
+    # exercise metadata, the three editions, teaching notes, reading times
+    app.setup_extension("aim_teaching")
+    app.connect("config-inited", _latex_macros)
+    # the executed notebooks with their outputs (nbval, the problem sets): before the next
+    app.connect("build-finished", _executed_with_outputs)
+    # the problem sets (make pdf), from the chapters and this build's numbering and outputs
+    import aim_problems
+
+    app.connect("build-finished", aim_problems.write_problem_sets)
     # read by aim_tutorial.explore.show in every kernel the build starts
     os.environ["AIM_BOOK_BUILD"] = "1"
     app.connect("html-page-context", _vega_bundle_if_charts, priority=400)

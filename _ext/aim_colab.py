@@ -96,7 +96,16 @@ class Resolver:
         secnums = self.env.toc_secnumbers.get(doc, {})
         key = "" if label.startswith("ch-") else f"#{anchor}"
         num = secnums.get(key) or secnums.get(f"#{anchor}")
+        if not num:             # a target that is not the section's first id (as Sphinx looks it up)
+            node = self._doctree(doc).ids.get(anchor)
+            num = secnums.get("#" + node["ids"][0]) if node is not None and node.get("ids") else None
         return "section", ".".join(map(str, num)) if num else "", url
+
+    def _doctree(self, doc: str):
+        trees = self.__dict__.setdefault("_trees", {})
+        if doc not in trees:
+            trees[doc] = self.env.get_doctree(doc)
+        return trees[doc]
 
     def number_of(self, label: str) -> str:
         """"3.1" for a numbered label (a figure, an exercise, a prf box); "" and a warning otherwise."""
@@ -196,7 +205,10 @@ class ChapterConverter:
             return f"{anchor}> {head}\n>\n" + "\n".join(f"> {ln}" if ln else ">" for ln in body.split("\n"))
         if name == "exercise":
             num = self.r.number_of(label)
-            return f"{anchor}### Exercise {num}" + (f": {arg}" if arg else "") + f"\n\n{body}"
+            return (f"{anchor}### Exercise {num}" + (f": {arg}" if arg else "")
+                    + f"\n\n{self.exercise_meta(opts)}{body}")
+        if name == "teaching-notes":                        # the instructor edition's only
+            return ""
         if name == "bibliography":
             return "__BIBLIOGRAPHY__"
         if name in ("note", "warning", "tip", "important", "admonition"):
@@ -205,6 +217,18 @@ class ChapterConverter:
                 return f"{anchor}<details><summary><b>{head}</b></summary>\n\n{body}\n\n</details>"
             return f"> **{head}**\n>\n" + "\n".join(f"> {ln}" if ln else ">" for ln in body.split("\n"))
         raise ValueError(f"{self.doc}: no Markdown form for the directive {{{name}}}")
+
+    def exercise_meta(self, opts: dict) -> str:
+        """The exercise's metadata line, as the book shows it (``aim_teaching.meta_words``)."""
+        import aim_teaching
+
+        if not all(k in opts for k in aim_teaching.META):
+            return ""
+        meta = {"difficulty": int(opts["difficulty"]), "time": int(opts["time"]),
+                "practises": opts["practises"], "gpu": opts["gpu"] == "yes"}
+        before, fmt, after = aim_teaching.meta_words(meta)
+        _, num, url = self.r.numbered(meta["practises"])
+        return f"*{before}[{fmt.replace('%s', num)}]({url}){after}*\n\n"
 
     def _plain(self, text: str, state: dict) -> str:
         text = _LABELLED_MATH.sub(self.labelled_math, text)

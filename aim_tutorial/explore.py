@@ -527,7 +527,19 @@ def show(chart, div_id: str | None = None):
     set) the page carries its own bundle and the chart needs no network.
     """
     if os.environ.get(BOOK_BUILD_ENV):
-        from IPython.display import HTML
-
-        return HTML(to_html(chart, div_id))
+        return _BookChart(to_html(chart, div_id), chart)
     return chart
+
+
+class _BookChart:
+    """The chart in the book: the live HTML for the pages, and a static SVG of its first
+    view for the builders that cannot run it (the PDF), in one output."""
+
+    def __init__(self, html: str, chart):
+        self.html, self.chart = html, chart
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        import vl_convert
+
+        svg = vl_convert.vegalite_to_svg(self.chart.to_dict())
+        return {"text/html": self.html, "image/svg+xml": svg}

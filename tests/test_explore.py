@@ -108,8 +108,11 @@ def test_show_writes_inline_html_only_in_the_book_build(monkeypatch):
     monkeypatch.delenv(explore.BOOK_BUILD_ENV, raising=False)
     assert explore.show(chart) is chart
     monkeypatch.setenv(explore.BOOK_BUILD_ENV, "1")
-    html = explore.show(chart, "explorer-x").data
+    bundle = explore.show(chart, "explorer-x")._repr_mimebundle_()
+    html = bundle["text/html"]
     assert html.startswith('<div class="aim-vega" id="explorer-x"></div>')
+    # the static first view, for the PDF: the chart's own SVG
+    assert bundle["image/svg+xml"].lstrip().startswith("<svg") and "</svg>" in bundle["image/svg+xml"]
     assert 'vegaEmbed("#explorer-x"' in html and "</script>" in html and "http" not in html.split("spec")[0]
     assert "https://" not in html.replace("https://vega.github.io/schema", "")
 
