@@ -49,6 +49,7 @@ __all__ = [
     "algorithm_dtype",
     "scale",
     "sizes",
+    "spread_devices",
 ]
 
 jax.config.update("jax_enable_x64", True)
@@ -103,6 +104,37 @@ def algorithm_dtype(dtype=None) -> np.dtype:
             raise ValueError(f"AIM_DTYPE must be one of {DTYPES} (or unset), got {env!r}")
         return np.dtype(name)
     return np.dtype("float64" if jax.default_backend() == "cpu" else "float32")
+
+
+def spread_devices(count: int, devices=None) -> list:
+    """The devices an axis of ``count`` independent items (students, instances) is split over.
+
+    Args:
+        count: the length of the axis, ``>= 1``.
+        devices: a sequence of JAX devices, or ``None`` for every visible device
+            (:func:`jax.devices`; on several hosts, after :func:`jax.distributed.initialize`,
+            every device of every host).
+
+    Returns:
+        the first ``m`` of them, ``m`` the largest number of devices that divides ``count``
+        (each device takes ``count / m`` items): one device on a machine with one.
+
+    Raises:
+        ValueError: ``count`` not a positive integer, or ``devices`` empty.
+
+    Example:
+        >>> import jax
+        >>> from aim_tutorial.config import spread_devices
+        >>> spread_devices(8, jax.devices()[:1]) == jax.devices()[:1]
+        True
+    """
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
+        raise ValueError(f"count must be a positive integer, got {count!r}")
+    devices = list(jax.devices() if devices is None else devices)
+    if not devices:
+        raise ValueError("devices must hold at least one device, got none")
+    m = max(k for k in range(1, len(devices) + 1) if count % k == 0)
+    return devices[:m]
 
 
 def scale() -> str:

@@ -467,6 +467,7 @@ def train_deep_gd(
     widths: Optional[Sequence[int]] = None,
     record_every: Optional[int] = None,
     dtype=None,
+    devices=None,
 ) -> DeepGDResult:
     """Train ``n_init`` deep students by full-batch Adam and average them per layer, eq. (eq-deep-loss).
 
@@ -499,6 +500,8 @@ def train_deep_gd(
             on a GPU/TPU (:func:`aim_tutorial.config.algorithm_dtype`). ``X``, ``y``, the initial
             weights (drawn in float64, then cast) and ``S_true`` are cast to it, and every step
             runs in it.
+        devices: the JAX devices the students are spread over (default: every visible
+            device, as many of them as divide ``n_init``; :func:`aim_tutorial.config.spread_devices`).
 
     Returns:
         :class:`DeepGDResult`, with per student ``diverged`` and ``status`` (why it stopped);
@@ -556,7 +559,7 @@ def train_deep_gd(
     trained = _train_students(
         W0, _deep_loss, X, y, (beta, c), rhos=rhos, steps=steps, lr=lr, optimizer="adam",
         errors=None if S_true is None else _deep_errors, S_true=S_true, record_every=record_every, records=50,
-        dtype=dtype)
+        dtype=dtype, devices=devices)
     return DeepGDResult(widths=widths, **trained)
 
 

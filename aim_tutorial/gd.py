@@ -38,9 +38,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from . import _checks
-from .config import algorithm_dtype
+from .config import algorithm_dtype, spread_devices
 
 __all__ = ["GDResult", "train_gd", "student_indices", "student_matrix", "gd_loss", "averaged_errors",
            "load_gd_data"]
@@ -456,7 +457,7 @@ class _ChannelLoss(NamedTuple):
 
 def _train_students(W0, student_loss, X, y, params, *, rhos, steps, lr, optimizer="adam", errors=None, S_true=None,
                     record_every=None, records=100, chunks=1, progress=False, desc="students",
-                    dtype=None) -> dict:
+                    dtype=None, devices=None) -> dict:
     """The training driver of :func:`train_gd` and :func:`aim_tutorial.deep.train_deep_gd`.
 
     Trains the ``K`` students stacked in ``W0`` together (:func:`scan_students`, jitted, in
@@ -481,6 +482,10 @@ def _train_students(W0, student_loss, X, y, params, *, rhos, steps, lr, optimize
         dtype: the dtype of the training, resolved by :func:`aim_tutorial.config.algorithm_dtype`:
             ``X``, ``y``, ``W0``, ``S_true``, ``params`` and ``lr`` are cast to it, the loop runs in
             it and the returned arrays are in it.
+        devices: the devices the students are spread over (:func:`aim_tutorial.config.spread_devices`:
+            default every visible device, as many as divide ``K``): the student axis of the
+            weights and of the optimiser's state is sharded over a one-axis mesh, the data are
+            replicated, and the jitted chunks run on all of them at once (one device: as before).
 
     Returns:
         a dict of the fields :class:`GDResult` and ``DeepGDResult`` share (``S_hat`` ... ``status``).
@@ -500,6 +505,14 @@ def _train_students(W0, student_loss, X, y, params, *, rhos, steps, lr, optimize
     if S_true is not None:
         S_true = jnp.asarray(S_true, dtype=dtype)
     d = X.shape[-1]
+    K = (W0[0] if layered else W0).shape[0]
+    spread = spread_devices(K, devices)
+    if len(spread) > 1:               # students over the devices, the data on each of them
+        mesh = Mesh(np.asarray(spread), ("students",))
+        W0 = jax.device_put(W0, NamedSharding(mesh, PartitionSpec("students")))
+        X, y = jax.device_put((X, y), NamedSharding(mesh, PartitionSpec()))
+        if S_true is not None:
+            S_true = jax.device_put(S_true, NamedSharding(mesh, PartitionSpec()))
 
     carry = (W0, jax.vmap(_make_optimizer(optimizer, lr).init)(W0))
     args = (X, y, tuple(jnp.asarray(p, dtype=dtype) for p in params), S_true, jnp.asarray(lr, dtype=dtype))
@@ -573,6 +586,7 @@ def train_gd(
     record_every: Optional[int] = None,
     progress: Optional[bool] = None,
     dtype=None,
+    devices=None,
 ) -> GDResult:
     """Train ``n_init`` students by full-batch gradient descent and average them, eq. (eq-gd-loss).
 
@@ -617,6 +631,9 @@ def train_gd(
             on a GPU/TPU (:func:`aim_tutorial.config.algorithm_dtype`). ``X``, ``y``, the initial
             weights (drawn in float64, then cast: both dtypes start from the same students) and
             ``S_true`` are cast to it, and every step runs in it.
+        devices: the JAX devices the students are spread over (default: every visible
+            device, as many of them as divide ``n_init``; :func:`aim_tutorial.config.spread_devices`).
+            Each device trains its share of the students; the results are those of one device.
 
     Returns:
         :class:`GDResult` with ``S_hat``, ``S_students``, loss curves
@@ -675,7 +692,7 @@ def train_gd(
         jax.random.normal(key, (n_init, d, width)), _ChannelLoss(channel), X, y, (beta, weight_decay),
         rhos=[rho], steps=steps, lr=lr, optimizer=optimizer, errors=None if S_true is None else _errors,
         S_true=S_true, record_every=record_every, records=100, chunks=20, progress=progress,
-        desc=f"train_gd ({n_init} students, {steps} steps)", dtype=dtype)
+        desc=f"train_gd ({n_init} students, {steps} steps)", dtype=dtype, devices=devices)
     return GDResult(width=width, **trained)
 
 
