@@ -263,7 +263,9 @@ def _make_half_step(channel, beta: float, noise: float, score: str, q_hat_from: 
         )
         omega = damping * omega_old + (1.0 - damping) * omega_new
         V = damping * V_old + (1.0 - damping) * c
-        Gamma = score_fn(y, omega, V)
+        # the score and its derivatives along the free entries: one evaluation of the score,
+        # then its linearisation applied to each direction (forward mode)
+        Gamma, score_lin = jax.linearize(lambda w: score_fn(y, w, V), omega)
         q_hat_square = 4.0 * alpha * jnp.mean(jnp.sum(Gamma**2, axis=(-2, -1)))
         # -E[dg/domega] over the T(T+1)/2 free entries (a <= b), by forward-mode autodiff
         iu, ju = np.triu_indices(T)
@@ -273,10 +275,7 @@ def _make_half_step(channel, beta: float, noise: float, score: str, q_hat_from: 
         pick = np.zeros((len(iu), T, T))
         pick[np.arange(len(iu)), iu, ju] = 1.0
 
-        def directional(Ek):
-            return jax.jvp(lambda w: score_fn(y, w, V), (omega,), (jnp.broadcast_to(Ek, omega.shape),))[1]
-
-        dG = jax.vmap(directional)(jnp.asarray(E))  # (K, n, T, T)
+        dG = jax.vmap(lambda Ek: score_lin(jnp.broadcast_to(Ek, omega.shape)))(jnp.asarray(E))  # (K, n, T, T)
         # 2 sum_a dg_aa/domega_aa + sum_{a<b} dg_ab/domega_ab, with g_aa = Gamma_aa, g_ab = 2 Gamma_ab
         q_hat_derivative = -4.0 * alpha * jnp.mean(jnp.einsum("knab,kab->n", dG, jnp.asarray(pick)))
         q_hat = q_hat_square if q_hat_from == "square" else q_hat_derivative
