@@ -5,6 +5,13 @@ Usage (from the repository root):
     python benchmarks/run.py --quick         # tiny sizes, to check the script runs
     python benchmarks/run.py --amp-d 50 100 200 400 --gd-d 100 200   # larger sizes (a GPU)
 
+For GAMP-RIE (per iteration) and gradient descent (per student-step, in float64 and
+float32) it gives the floating-point operations (XLA's cost analysis of the compiled
+program), their rate, and the rate of a matrix product of the same shape and dtype measured
+in the same run: how far each is from the machine's limit. Gradient descent also runs with
+its students on one device and spread over ``--devices`` host devices forced with
+``XLA_FLAGS`` (a fresh process).
+
 Writes ``benchmarks/results.json`` (every number, with the machine, the versions,
 the load average before and after), ``benchmarks/results.md`` (the tables) and
 ``benchmarks/gamp_scaling.png`` (time per iteration and peak memory against d).
@@ -49,6 +56,27 @@ def _timed(fn, repeats):
         _block(fn())
         warm.append(time.perf_counter() - t0)
     return cold, statistics.median(warm), warm
+
+
+def _flops(jitted, *args):
+    """Floating-point operations of one call of a jitted function, from XLA's cost analysis."""
+    cost = jitted.lower(*args).compile().cost_analysis()
+    cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+    return float(cost["flops"])
+
+
+def matmul_rate(m, k, dtype, repeats):
+    """Measured rate (flop/s) of an ``(m, k) @ (k, k)`` matrix product in ``dtype``: the machine's
+    limit for the contractions of GAMP-RIE and gradient descent, measured in the same run."""
+    import jax
+    import jax.numpy as jnp
+
+    ka, kb = jax.random.split(jax.random.key(0))
+    A = jax.random.normal(ka, (m, k), dtype=dtype)
+    B = jax.random.normal(kb, (k, k), dtype=dtype)
+    f = jax.jit(jnp.matmul)
+    _, warm, _ = _timed(lambda: f(A, B), max(repeats, 5))
+    return 2.0 * m * k * k / warm
 
 
 def machine():
@@ -139,8 +167,19 @@ def amp_point(d, alpha, iters, repeats):
     _, py_peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kilobytes on Linux
+    # the arithmetic of an iteration: the jitted half step (XLA's count; the host's RIE and
+    # mmse are O(d) and O(1)) and the d x d eigendecomposition inside it
+    from aim_tutorial.amp import gamp_rie_start
+
+    problem, state = gamp_rie_start(X, y, 0.5, key=k3)
+    flops = _flops(problem.half_step, problem.X, problem.y, state.S_hat, state.c, state.Gamma,
+                   state.omega, state.V, 0.0, problem.alpha)
+    rate = matmul_rate(n * 2, d, "float64", repeats)
+    s_iter = statistics.median(warm)
     return dict(d=d, n=n, alpha=alpha, T=2, iters=int(res.n_iter), cold_s=cold,
-                s_per_iter=statistics.median(warm), s_per_iter_all=warm,
+                flops_per_iter=flops, gflops=flops / s_iter / 1e9, matmul_gflops=rate / 1e9,
+                limit_s_per_iter=flops / rate, over_limit=s_iter / (flops / rate),
+                s_per_iter=s_iter, s_per_iter_all=warm,
                 peak_rss_mb=rss / 2**20, tracemalloc_peak_mb=py_peak / 2**20,
                 data_mb=(X.size + y.size) * 8 / 2**20, naive_tensor_mb=n * d * d * 8 / 2**20)
 
@@ -171,11 +210,12 @@ def bench_amp(ds, alpha, iters, repeats):
 # --------------------------------------------------------------------------- gradient descent
 
 
-def bench_gd(ds, n_init, steps, repeats):
+def bench_gd(ds, n_init, steps, repeats, dtypes=("float64", "float32")):
     import jax
+    import jax.numpy as jnp
 
     import aim_tutorial as aim
-    from aim_tutorial.gd import train_gd
+    from aim_tutorial.gd import gd_loss, train_gd
 
     rows = []
     for d in ds:
@@ -186,14 +226,64 @@ def bench_gd(ds, n_init, steps, repeats):
         S = aim.sample_teacher(k1, d, 0.5)
         X, y = aim.sample_data(k2, S, n, 2)
         _block((X, y))
-        def fit(k3=k3, X=X, y=y):
-            return train_gd(k3, X, y, 0.5, n_init=n_init, steps=steps, lr=0.1, progress=False).S_hat
+        r = int(round(0.5 * d))
+        for dtype in dtypes:
+            def fit(k3=k3, X=X, y=y, dtype=dtype):
+                return train_gd(k3, X, y, 0.5, n_init=n_init, steps=steps, lr=0.1, progress=False,
+                                dtype=dtype).S_hat
 
-        cold, warm, allw = _timed(fit, repeats)
-        rows.append(dict(d=d, n=n, T=2, n_init=n_init, steps=steps, cold_s=cold, warm_s=warm, warm_all_s=allw,
-                         steps_per_s=n_init * steps / warm, samples_per_s=n_init * steps * n / warm))
-        print(f"  GD d = {d}: {rows[-1]['steps_per_s']:.0f} student-steps/s", flush=True)
+            cold, warm, allw = _timed(fit, repeats)
+            # one student-step: the loss and its gradient (Adam's update is O(d r) more)
+            Xc, yc = jnp.asarray(X, dtype), jnp.asarray(y, dtype)
+            step = jax.jit(jax.value_and_grad(lambda W: gd_loss(W, Xc, yc, channel="softmax")))
+            flops = _flops(step, jnp.zeros((d, r), dtype))
+            rate = matmul_rate(n * 2, d, dtype, repeats)
+            per_step = warm / (n_init * steps)
+            rows.append(dict(d=d, n=n, T=2, n_init=n_init, steps=steps, dtype=dtype, cold_s=cold, warm_s=warm,
+                             warm_all_s=allw, steps_per_s=n_init * steps / warm,
+                             samples_per_s=n_init * steps * n / warm, flops_per_student_step=flops,
+                             gflops=flops / per_step / 1e9, matmul_gflops=rate / 1e9,
+                             over_limit=per_step / (flops / rate)))
+            print(f"  GD d = {d}, {dtype}: {rows[-1]['steps_per_s']:.0f} student-steps/s, "
+                  f"{rows[-1]['gflops']:.1f} GFLOP/s against {rows[-1]['matmul_gflops']:.1f} for a "
+                  "matrix product", flush=True)
     return dict(optimizer="adam", lr=0.1, rho=0.5, alpha=0.1, rows=rows)
+
+
+def gd_devices_point(d, n_init, steps, repeats):
+    """Gradient descent with the students on one device and spread over every device
+    (run in a process with forced host devices by :func:`bench_gd_devices`)."""
+    import jax
+
+    import aim_tutorial as aim
+    from aim_tutorial.gd import train_gd
+
+    n = int(round(0.1 * d * d))
+    k1, k2, k3 = jax.random.split(jax.random.key(d), 3)
+    S = aim.sample_teacher(k1, d, 0.5)
+    X, y = aim.sample_data(k2, S, n, 2)
+    from aim_tutorial.config import spread_devices
+
+    out = dict(d=d, n=n, n_init=n_init, steps=steps, devices=len(spread_devices(n_init)))
+    for name, devices in (("one", jax.devices()[:1]), ("all", None)):
+        def fit(devices=devices):
+            return train_gd(k3, X, y, 0.5, n_init=n_init, steps=steps, progress=False, devices=devices).S_hat
+
+        cold, warm, _ = _timed(fit, repeats)
+        out[f"{name}_warm_s"], out[f"{name}_cold_s"] = warm, cold
+    return out
+
+
+def bench_gd_devices(d, n_init, steps, repeats, count=4):
+    """The same training on 1 and on ``count`` forced host devices (``XLA_FLAGS``), in a fresh process."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--_gd-devices-point", str(d), str(n_init), str(steps),
+           str(repeats)]
+    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={count}")
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env)
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    print(f"  GD d = {d} on {row['devices']} host devices: {row['all_warm_s']:.2f} s, on one: "
+          f"{row['one_warm_s']:.2f} s", flush=True)
+    return row
 
 
 # --------------------------------------------------------------------------- outputs
@@ -222,11 +312,17 @@ def write_markdown(res, path):
         L.append(f"| {k} | {v['points']} | {v['cold_s']:.2f} | {v['warm_s']:.4f} | {v['us_per_point']:.0f} |")
     a = res["amp"]
     L += ["", f"## GAMP-RIE (softmax, T = 2, alpha = {a['alpha']}, {a['iters']} iterations)", "",
-          "| d | n | ms / iteration | peak RSS (MB) | tracemalloc peak (MB) | data (MB) "
-          "| n d^2 tensor (MB) |",
-          "|---|---|---|---|---|---|---|"]
+          "Per iteration: the time; the floating-point operations of its jitted part (XLA's count) "
+          "and their rate; the rate of a float64 matrix product of the same shape, measured in the "
+          "same run; and the time over the limit that rate sets (1 = at the limit).",
+          "",
+          "| d | n | ms / iteration | GFLOP / iteration | GFLOP/s | matmul GFLOP/s | time / limit "
+          "| peak RSS (MB) | tracemalloc peak (MB) | data (MB) | n d^2 tensor (MB) |",
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in a["rows"]:
-        L.append(f"| {r['d']} | {r['n']} | {1e3 * r['s_per_iter']:.1f} | {r['peak_rss_mb']:.0f} | "
+        L.append(f"| {r['d']} | {r['n']} | {1e3 * r['s_per_iter']:.1f} | {r['flops_per_iter'] / 1e9:.3g} | "
+                 f"{r['gflops']:.1f} | {r['matmul_gflops']:.1f} | {r['over_limit']:.1f} | "
+                 f"{r['peak_rss_mb']:.0f} | "
                  f"{r['tracemalloc_peak_mb']:.1f} | {r['data_mb']:.1f} | {r['naive_tensor_mb']:.0f} |")
     if "time_exponent" in a:
         large = a.get("time_exponent_large_d")
@@ -235,11 +331,25 @@ def write_markdown(res, path):
         L += ["", line + f" (expected {a['expected_exponent']})."]
     g = res["gd"]
     L += ["", f"## Gradient descent (Adam, lr {g['lr']}, T = 2, alpha = {g['alpha']})", "",
-          "| d | n | students | steps | warm (s) | student-steps / s | sample-gradients / s |",
-          "|---|---|---|---|---|---|---|"]
+          "Per student-step: the loss and its gradient (XLA's count of operations), their rate, and "
+          "the rate of a matrix product of the same shape and dtype measured in the same run.",
+          "",
+          "| d | n | dtype | students | steps | warm (s) | student-steps / s | sample-gradients / s "
+          "| MFLOP / student-step | GFLOP/s | matmul GFLOP/s | time / limit |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in g["rows"]:
-        L.append(f"| {r['d']} | {r['n']} | {r['n_init']} | {r['steps']} | {r['warm_s']:.2f} | "
-                 f"{r['steps_per_s']:.0f} | {r['samples_per_s']:.3g} |")
+        L.append(f"| {r['d']} | {r['n']} | {r['dtype']} | {r['n_init']} | {r['steps']} | {r['warm_s']:.2f} | "
+                 f"{r['steps_per_s']:.0f} | {r['samples_per_s']:.3g} | {r['flops_per_student_step'] / 1e6:.2f} | "
+                 f"{r['gflops']:.1f} | {r['matmul_gflops']:.1f} | {r['over_limit']:.1f} |")
+    dv = res.get("gd_devices")
+    if dv:
+        L += ["", f"## Gradient descent over {dv['devices']} devices", "",
+              f"The same {dv['n_init']} students (d = {dv['d']}, {dv['steps']} steps) on one device and "
+              f"spread over {dv['devices']} host devices forced with `XLA_FLAGS` (on a CPU they share "
+              "its cores: this checks the sharded program, a GPU or TPU host gains the devices).", "",
+              "| devices | warm (s) | cold (s) |", "|---|---|---|",
+              f"| 1 | {dv['one_warm_s']:.2f} | {dv['one_cold_s']:.2f} |",
+              f"| {dv['devices']} | {dv['all_warm_s']:.2f} | {dv['all_cold_s']:.2f} |"]
     with open(path, "w") as f:
         f.write("\n".join(L) + "\n")
 
@@ -286,11 +396,17 @@ def main(argv=None):
     p.add_argument("--gd-n-init", type=int, default=8)
     p.add_argument("--gd-steps", type=int, default=200)
     p.add_argument("--out", default=HERE, help="output directory (default: benchmarks/)")
+    p.add_argument("--devices", type=int, default=4, help="forced host devices of the GD device benchmark")
     p.add_argument("--_amp-point", nargs=4, help=argparse.SUPPRESS)
+    p.add_argument("--_gd-devices-point", nargs=4, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a._amp_point:
         d, alpha, iters, repeats = a._amp_point
         print(json.dumps(amp_point(int(d), float(alpha), int(iters), int(repeats))))
+        return
+    if a._gd_devices_point:
+        d, n_init, steps, repeats = map(int, a._gd_devices_point)
+        print(json.dumps(gd_devices_point(d, n_init, steps, repeats)))
         return
     if a.quick:
         a.repeats, a.amp_d, a.amp_iters, a.gd_d, a.gd_n_init, a.gd_steps = 1, [20, 30], 3, [20], 2, 20
@@ -306,6 +422,8 @@ def main(argv=None):
     res["amp"] = bench_amp(a.amp_d, a.amp_alpha, a.amp_iters, a.repeats)
     print("gradient descent ...", flush=True)
     res["gd"] = bench_gd(a.gd_d, a.gd_n_init, a.gd_steps, a.repeats)
+    print(f"gradient descent on {a.devices} forced host devices ...", flush=True)
+    res["gd_devices"] = bench_gd_devices(a.gd_d[-1], a.gd_n_init, a.gd_steps, a.repeats, a.devices)
     res["loadavg_end"] = list(os.getloadavg())
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "results.json"), "w") as f:
