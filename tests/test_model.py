@@ -328,3 +328,45 @@ def test_bad_sizes_named(bad, which):
     kw[which] = bad
     with pytest.raises((ValueError, TypeError), match=rf"^{which} "):
         aim.sample_tokens(jax.random.key(0), **kw)
+
+
+# --------------------------------------------------------------------------- found by mutation testing
+# Each test below kills mutants of model.py that the fast tests let survive (make mutation).
+
+
+def test_n_samples_is_at_least_one():
+    assert aim.n_samples(1e-6, 10) == 1          # round(1e-4) = 0: one sample, not none
+    assert aim.n_samples(0.004, 10) == 1         # round(0.4) = 0
+    assert aim.n_samples(0.016, 10) == 2         # round(1.6) = 2: the floor does not bind
+
+
+def test_make_instance_defaults_give_softmax_probabilities(key):
+    inst = aim.make_instance(key, 8, 0.5, 0.2, 3)
+    y = np.asarray(inst.y)
+    assert np.all(y > 0) and np.all(y <= 1)                       # probabilities, not their logs
+    np.testing.assert_allclose(y.sum(-1), 1.0, atol=1e-12)
+    deep = aim.make_instance(key, 8, [0.5, 0.5], 0.2, 2, channel="deep")
+    explicit = aim.make_instance(key, 8, [0.5, 0.5], 0.2, 2, channel="deep", beta=1.0, c=1.0)
+    np.testing.assert_array_equal(deep.y, explicit.y)            # c = 1 by default
+
+
+def test_log_outputs_are_the_log_of_the_outputs(key):
+    k1, k2 = jax.random.split(key)
+    S = aim.sample_teacher(k1, 6, 0.5)
+    _, y = aim.sample_data(k2, S, 5, 3, beta=2.0)
+    _, logy = aim.sample_data(k2, S, 5, 3, beta=2.0, log_outputs=True)
+    np.testing.assert_allclose(np.exp(logy), y, atol=1e-14)      # row-wise, as the outputs
+
+
+def test_deep_as_aim_defaults_and_batches(key):
+    hs = [jax.random.normal(k, (4, 3, 3)) for k in jax.random.split(key, 2)]
+    hs = [(h + jnp.swapaxes(h, -1, -2)) / 2 for h in hs]
+    np.testing.assert_array_equal(aim.deep_as_aim(hs), aim.deep_as_aim(hs, beta=1.0, c=1.0))
+    one = aim.deep_as_aim([h[2] for h in hs])
+    np.testing.assert_allclose(aim.deep_as_aim(hs)[2], one, atol=1e-15)
+
+
+def test_a_plain_callable_channel_sees_one_matrix(key):
+    h = jax.random.normal(key, (2, 5, 3, 3))
+    out = aim.apply_channel(h, lambda m: jnp.full(m.shape, m.ndim, dtype=m.dtype))
+    np.testing.assert_array_equal(out, 2.0)          # vmapped down to single (T, T) matrices
