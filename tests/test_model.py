@@ -370,3 +370,17 @@ def test_a_plain_callable_channel_sees_one_matrix(key):
     h = jax.random.normal(key, (2, 5, 3, 3))
     out = aim.apply_channel(h, lambda m: jnp.full(m.shape, m.ndim, dtype=m.dtype))
     np.testing.assert_array_equal(out, 2.0)          # vmapped down to single (T, T) matrices
+
+
+def test_inputs_of_too_few_axes_are_refused(key):
+    S = aim.sample_teacher(key, 4, 0.5)
+    x = jnp.ones(4)                                   # one token, not (..., T, d)
+    with pytest.raises(ValueError, match="X must have at least 2 axes"):
+        aim.attention_indices(x, S)
+    with pytest.raises(ValueError, match="X must have at least 2 axes"):
+        aim.deep_attention_literal(x, [S])
+    # a single (T, T) matrix is a valid shape for the noise; (T,) and (T, T+1) are not
+    assert aim.symmetric_noise(key, (3, 3), 0.5).shape == (3, 3)
+    for bad in [(3,), (3, 4)]:
+        with pytest.raises(ValueError, match="shape"):
+            aim.symmetric_noise(key, bad, 0.5)
