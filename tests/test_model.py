@@ -384,3 +384,34 @@ def test_inputs_of_too_few_axes_are_refused(key):
     for bad in [(3,), (3, 4)]:
         with pytest.raises(ValueError, match="shape"):
             aim.symmetric_noise(key, bad, 0.5)
+
+
+def test_label_noise_has_the_variance_asked_for(key):
+    k1, k2 = jax.random.split(key)
+    S = aim.sample_teacher(k1, 6, 0.5)
+    _, y0 = aim.sample_data(k2, S, 4000, 2, channel="linear")
+    for label_noise in (0.25, 0.5):                   # below 1 too: any positive value adds noise
+        _, y = aim.sample_data(k2, S, 4000, 2, channel="linear", label_noise=label_noise)
+        e = np.asarray(y - y0).ravel()
+        # 16000 entries: the sample variance is within 5 standard errors sqrt(2/N) of its value
+        assert abs(e.var() / label_noise - 1) < 5 * np.sqrt(2 / e.size), (label_noise, e.var())
+        assert abs(e.mean()) < 5 * np.sqrt(label_noise / e.size)
+
+
+def test_log_outputs_only_for_the_noiseless_softmax(key):
+    S = aim.sample_teacher(key, 4, 0.5)
+    for kw in ({"channel": "linear"}, {"label_noise": 0.1}):
+        with pytest.raises(ValueError, match="log_outputs=True is defined for channel='softmax'"):
+            aim.sample_data(key, S, 3, 2, log_outputs=True, **kw)
+
+
+def test_make_instance_key_scheme(key):
+    """The instance is named by its key: the teacher, the data and the algorithm's key from
+    one split in three (stored experiments depend on it)."""
+    inst = aim.make_instance(key, 10, 0.5, 0.1, 2)
+    k_teacher, k_data, k_algorithm = jax.random.split(key, 3)
+    np.testing.assert_array_equal(inst.S, aim.sample_teacher(k_teacher, 10, 0.5))
+    X, y = aim.sample_data(k_data, inst.S, 10, 2)
+    np.testing.assert_array_equal(inst.X, X)
+    np.testing.assert_array_equal(jax.random.key_data(inst.key), jax.random.key_data(k_algorithm))
+    assert inst.n == aim.n_samples(0.1, 10) == 10 and aim.n_samples(0.1, 50) == 250
