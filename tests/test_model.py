@@ -415,3 +415,11 @@ def test_make_instance_key_scheme(key):
     np.testing.assert_array_equal(inst.X, X)
     np.testing.assert_array_equal(jax.random.key_data(inst.key), jax.random.key_data(k_algorithm))
     assert inst.n == aim.n_samples(0.1, 10) == 10 and aim.n_samples(0.1, 50) == 250
+
+
+def test_sample_data_default_skip_strength_is_one(key):
+    k1, k2 = jax.random.split(key)
+    Ss = aim.deep.sample_deep_teacher(k1, 6, [0.5, 0.5])
+    _, y = aim.sample_data(k2, Ss, 5, 2, channel="deep")
+    _, y1 = aim.sample_data(k2, Ss, 5, 2, channel="deep", c=1.0)
+    np.testing.assert_array_equal(y, y1)
