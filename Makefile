@@ -102,11 +102,15 @@ browser:
 # From a clean _build, warnings as errors, nitpicky. Every page is executed afresh,
 # JOBS at a time, into a new cache (scripts/execute_chapters.py), from which the build
 # takes the outputs: the same as `execute_notebooks: force`, executed in parallel.
+# The execution cache that build-strict fills and the editions and the PDF read, and the
+# build configuration that takes every page's outputs from it ($(call cached_config,FILE)).
+EXEC_CACHE ?= $(CURDIR)/_build/.strict_cache
+cached_config = sed -e "s|execute_notebooks: force|execute_notebooks: cache\n  cache: $(EXEC_CACHE)|" _config.yml > $(1)
+
 build-strict:
 	rm -rf _build
-	$(BIN)/python scripts/execute_chapters.py --jobs $(JOBS) --cache $(CURDIR)/_build/.strict_cache
-	sed -e "s|execute_notebooks: force|execute_notebooks: cache\n  cache: $(CURDIR)/_build/.strict_cache|" \
-	    _config.yml > .dev_config_strict.yml
+	$(BIN)/python scripts/execute_chapters.py --jobs $(JOBS) --cache $(EXEC_CACHE)
+	$(call cached_config,.dev_config_strict.yml)
 	$(BIN)/jupyter-book build . --builder html -W -n --keep-going --config .dev_config_strict.yml; \
 	    status=$$?; rm -f .dev_config_strict.yml; exit $$status
 
@@ -149,10 +153,8 @@ clean:
 # so an edition does not run the chapters again. Warnings are errors.
 #   make student      -> _build/student/_build/html
 #   make instructor   -> _build/instructor/_build/html
-EDITION_CACHE ?= $(CURDIR)/_build/.strict_cache
 student instructor: install
-	sed -e "s|execute_notebooks: force|execute_notebooks: cache\n  cache: $(EDITION_CACHE)|" \
-	    _config.yml > .dev_config_$@.yml
+	$(call cached_config,.dev_config_$@.yml)
 	AIM_EDITION=$@ $(BIN)/jupyter-book build . --builder html -W -n --keep-going \
 	    --path-output _build/$@ --config .dev_config_$@.yml; \
 	    status=$$?; rm -f .dev_config_$@.yml; exit $$status
@@ -179,8 +181,7 @@ tex:
 # sets are written by the last HTML build of the reader's book (_build/problems).
 pdf: install tex
 	@test -f _build/problems/_config.yml || { echo "no _build/problems: build the book first (make book)"; exit 1; }
-	sed -e "s|execute_notebooks: force|execute_notebooks: cache\n  cache: $(EDITION_CACHE)|" \
-	    _config.yml > .dev_config_pdf.yml
+	$(call cached_config,.dev_config_pdf.yml)
 	$(BIN)/jupyter-book build . --builder pdflatex --config .dev_config_pdf.yml; \
 	    status=$$?; rm -f .dev_config_pdf.yml; exit $$status
 	$(BIN)/jupyter-book build _build/problems --builder pdflatex --individualpages

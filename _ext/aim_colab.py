@@ -224,8 +224,7 @@ class ChapterConverter:
 
         if not all(k in opts for k in aim_teaching.META):
             return ""
-        meta = {"difficulty": int(opts["difficulty"]), "time": int(opts["time"]),
-                "practises": opts["practises"], "gpu": opts["gpu"] == "yes"}
+        meta = aim_teaching.parse_meta(opts)
         before, fmt, after = aim_teaching.meta_words(meta)
         _, num, url = self.r.numbered(meta["practises"])
         return f"*{before}[{fmt.replace('%s', num)}]({url}){after}*\n\n"

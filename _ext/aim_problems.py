@@ -71,8 +71,7 @@ def problem_set(md_path: Path, doc: str, resolver: Resolver, bib_labels: dict,
     src = jupytext.read(md_path, fmt="md:myst")
     conv = ChapterConverter(resolver, doc, bib_labels)
     number = resolver.chapter_number(doc)
-    label = next(m.group(1) for m in re.finditer(r"^\((ch-[a-z-]+)\)=", md_path.read_text(), re.M))
-    title, url, _, _ = resolver.section(label)
+    title, url = resolver.env.titles[doc].astext(), resolver.url(doc)
     outputs = _outputs_by_source(executed) if solutions else {}
     state: dict = {"solution": None}
     kind = "solutions" if solutions else "problem set"

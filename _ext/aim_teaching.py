@@ -87,6 +87,13 @@ def _gpu(value: str) -> bool:
     return value == "yes"
 
 
+def parse_meta(options: dict) -> dict:
+    """An exercise's metadata from its directive options as written (the directive's parsers)."""
+    return {"difficulty": _difficulty(options["difficulty"]), "time": _minutes(options["time"]),
+            "practises": directives.unchanged_required(options["practises"]).strip(),
+            "gpu": _gpu(options["gpu"])}
+
+
 def meta_words(meta: dict) -> tuple[str, str, str]:
     """(before the section reference, the section format, after it) of an exercise's line."""
     level = meta["difficulty"]
@@ -96,9 +103,8 @@ def meta_words(meta: dict) -> tuple[str, str, str]:
 
 
 def _numref(target: str, fmt: str, docname: str) -> addnodes.pending_xref:
-    ref = addnodes.pending_xref("", nodes.inline("", fmt), refdomain="std", reftype="numref",
-                                reftarget=target, refexplicit=True, refdoc=docname, refwarn=True)
-    return ref
+    return addnodes.pending_xref("", nodes.inline("", fmt), refdomain="std", reftype="numref",
+                                 reftarget=target, refexplicit=True, refdoc=docname, refwarn=True)
 
 
 # -- the exercise directive with its metadata ----------------------------------------
