@@ -48,6 +48,7 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from . import _checks
 from .model import sample_teacher
@@ -186,9 +187,7 @@ def iteration_memory(X: jax.Array, y: jax.Array, *, channel: str = "softmax", be
     step = _make_half_step(ch.name, float(beta), float(noise), "exact", "square")
     Z = jnp.zeros((n, T, T), X.dtype)
     S0 = jnp.eye(d, dtype=X.dtype)
-    compiled = step.lower(X, y, S0, 0.5, Z, Z, 0.5, 0.5, n / d**2).compile()
-    mem = compiled.memory_analysis()
-    return None if mem is None else int(mem.temp_size_in_bytes)
+    return step.temp_bytes(X, y, S0, 0.5, Z, Z, 0.5, 0.5, n / d**2)
 
 
 def prior_input(X: jax.Array, Gamma: jax.Array) -> jax.Array:
@@ -230,10 +229,29 @@ def _is_concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
+@jax.jit
+def _quadratic_forms(X, S):
+    """``F[n, a, b] = x_a^T S x_b`` for tokens ``X`` ``(n, T, d)`` and a symmetric ``S``: one
+    ``(n T, d) x (d, d)`` product, then the ``T^2`` dot products of each sample.
+
+    A jitted function of its own, called before the rest of the half step: XLA on a CPU (jax
+    0.10.2) fuses the matrix product with this sum (no ``(n, T, d)`` intermediate written out,
+    142 ms at ``n = 20800``, ``T = 2``, ``d = 400``), but in one program with the elementwise
+    operations that follow it fuses those too, and the same product took 230 ms. The sum is a
+    broadcast product, not ``einsum("nad,nbd->nab")``, which XLA runs as ``n`` tiny products
+    one at a time (185 ms against 10 for the sum). Benchmark: ``benchmarks/gamp_targets.py``.
+    """
+    n, T, d = X.shape
+    XS = (X.reshape(n * T, d) @ S).reshape(n, T, d)
+    return jnp.sum(XS[:, :, None, :] * X[:, None, :, :], axis=-1)
+
+
 def _prior_input(X, Gamma):
     """:func:`prior_input` without the checks (inside the jitted iteration)."""
     n, T, d = X.shape
-    GX = jnp.einsum("nab,nbd->nad", Gamma, X)
+    # Gamma_mu X_mu as T^2 scaled rows, not as an einsum or a broadcast of X (see _pair_products):
+    # XLA shares a broadcast of X between this and omega and writes it out (266 MB at d = 400)
+    GX = jnp.stack([sum(Gamma[:, a, b, None] * X[:, b] for b in range(T)) for a in range(T)], axis=1)
     B = GX.reshape(n * T, d).T @ X.reshape(n * T, d)
     B = (B + B.T) / 2
     return B - jnp.sum(jnp.trace(Gamma, axis1=-2, axis2=-1)) * jnp.eye(d, dtype=X.dtype)
@@ -251,13 +269,12 @@ def _make_half_step(channel, beta: float, noise: float, score: str, q_hat_from: 
         G = channel_score(y, omega, V + noise / 2, beta, score)
         return (G + jnp.swapaxes(G, -1, -2)) / 2
 
-    def half_step(X, y, S_hat, c, Gamma_old, omega_old, V_old, damping, alpha):
+    def rest(forms, X, y, S_hat, c, Gamma_old, omega_old, V_old, damping, alpha):
         n, T, d = X.shape
         sqd = jnp.sqrt(jnp.asarray(d, X.dtype))
         eye_T = jnp.eye(T, dtype=X.dtype)
-        XS = X @ S_hat  # (n, T, d): O(n T d^2)
         omega_new = (
-            jnp.einsum("nad,nbd->nab", XS, X) / sqd
+            forms / sqd
             - jnp.trace(S_hat) / sqd * eye_T
             - 2.0 * c * Gamma_old
         )
@@ -281,12 +298,46 @@ def _make_half_step(channel, beta: float, noise: float, score: str, q_hat_from: 
         q_hat = q_hat_square if q_hat_from == "square" else q_hat_derivative
         # on the Nishimori line E g^2 = -E g': the ratio is 1 up to finite-size corrections
         ratio = q_hat_square / q_hat_derivative
-        B = _prior_input(X, Gamma)
-        R = S_hat + (2.0 / (q_hat * d**1.5)) * B
+        R = S_hat + _prior_input(X, (2.0 / (q_hat * d**1.5)) * Gamma)
         lam, O = jnp.linalg.eigh(R)
         return omega, V, Gamma, q_hat, lam, O, ratio
 
-    return jax.jit(half_step)
+    return _HalfStep(jax.jit(rest))
+
+
+class _HalfStep:
+    """The output half of an iteration: :func:`_quadratic_forms` (``O(n T d^2)``), then the jitted
+    rest (the score, ``q_hat``, ``B`` in ``O(n T d^2)`` and the eigendecomposition of ``R``), two
+    programs (see :func:`_quadratic_forms` for why). ``step(X, y, S_hat, c, Gamma_old, omega_old,
+    V_old, damping, alpha)`` returns ``(omega, V, Gamma, q_hat, lam, O, ratio)``."""
+
+    def __init__(self, rest):
+        self.rest = rest
+
+    def __call__(self, X, y, S_hat, *args):
+        return self.rest(_quadratic_forms(X, S_hat), X, y, S_hat, *args)
+
+    def _compiled(self, X, y, S_hat, *args):
+        forms = jax.eval_shape(_quadratic_forms, X, S_hat)
+        return [_quadratic_forms.lower(X, S_hat).compile(), self.rest.lower(forms, X, y, S_hat, *args).compile()]
+
+    def flops(self, X, y, S_hat, *args) -> float:
+        """XLA's count of the floating-point operations of one call (its cost analysis)."""
+        total = 0.0
+        for compiled in self._compiled(X, y, S_hat, *args):
+            cost = compiled.cost_analysis()
+            total += float((cost[0] if isinstance(cost, (list, tuple)) else cost)["flops"])
+        return total
+
+    def temp_bytes(self, X, y, S_hat, *args) -> Optional[int]:
+        """The temporaries of one call, in bytes: the larger of the two programs' (XLA's memory
+        analysis) plus the forms handed from one to the other; ``None`` where the backend has
+        no memory analysis."""
+        mems = [c.memory_analysis() for c in self._compiled(X, y, S_hat, *args)]
+        if any(m is None for m in mems):
+            return None
+        n, T, _ = np.shape(X)
+        return int(max(m.temp_size_in_bytes for m in mems) + n * T * T * jnp.dtype(X.dtype).itemsize)
 
 
 @jax.jit
@@ -646,6 +697,25 @@ def gamp_rie_step(problem: GampRieProblem, state: GampRieState) -> tuple[GampRie
     return new, GampRieRecord(**row, grow=grow, best_residual=best_residual, best_it=best_it)
 
 
+def one_blas_thread():
+    """A context in which the BLAS libraries that NumPy and SciPy load (OpenBLAS) use one thread.
+
+    :func:`gamp_rie` runs its iterations in it. XLA runs the output half of an iteration on its
+    own threads; the eigendecomposition (LAPACK, reached through SciPy) and the host's RIE run on
+    OpenBLAS's, which keep spinning for a while after each call and take the cores from XLA's
+    next program. On 2 cores the hardmax half step at ``d = 80`` took 45 ms after an
+    eigendecomposition against 24 ms with one BLAS thread, and the softmax run of
+    ``benchmarks/gamp_targets.py`` went from 0.42 to 0.27 s. Use it around hand-written loops of
+    :func:`gamp_rie_step` too. It wraps ``threadpoolctl.threadpool_limits(1, "blas")``.
+
+    Example:
+        >>> from aim_tutorial.amp import one_blas_thread
+        >>> with one_blas_thread():
+        ...     pass
+    """
+    return threadpool_limits(limits=1, user_api="blas")
+
+
 def gamp_rie_stop(policy: GampRieStopPolicy, record: GampRieRecord, residuals=()) -> Optional[str]:
     """The status at which a run stops after the iteration of ``record``, or ``None`` to go on.
 
@@ -817,17 +887,18 @@ def gamp_rie(
                              min_iter=min_iter, patience=patience, q_hat_from=q_hat_from, max_ratio=max_ratio,
                              stall_patience=stall_patience, adaptive_damping=adaptive_damping,
                              rie_outside=rie_outside)
-    problem, state = gamp_rie_start(X, y, rho, channel=channel, beta=beta, noise=noise, key=key, S_true=S_true, score=score,
-                                    log_outputs=log_outputs, options=options)
-    policy = GampRieStopPolicy.from_options(problem.options, problem.rho)
-    hist = {k: [] for k in GampRieHistory._fields}
-    status = None
-    while status is None:
-        state, record = gamp_rie_step(problem, state)
-        if record.denoised:
-            for k, v in hist.items():
-                v.append(getattr(record, k))
-        status = gamp_rie_stop(policy, record, hist["residual"])
+    with one_blas_thread():
+        problem, state = gamp_rie_start(X, y, rho, channel=channel, beta=beta, noise=noise, key=key, S_true=S_true,
+                                        score=score, log_outputs=log_outputs, options=options)
+        policy = GampRieStopPolicy.from_options(problem.options, problem.rho)
+        hist = {k: [] for k in GampRieHistory._fields}
+        status = None
+        while status is None:
+            state, record = gamp_rie_step(problem, state)
+            if record.denoised:
+                for k, v in hist.items():
+                    v.append(getattr(record, k))
+            status = gamp_rie_stop(policy, record, hist["residual"])
     history = GampRieHistory(**{k: np.asarray(v, dtype=float) for k, v in hist.items()})
     return GampRieResult(
         S_hat=state.S_hat,

@@ -172,8 +172,8 @@ def amp_point(d, alpha, iters, repeats):
     from aim_tutorial.amp import gamp_rie_start
 
     problem, state = gamp_rie_start(X, y, 0.5, key=k3)
-    flops = _flops(problem.half_step, problem.X, problem.y, state.S_hat, state.c, state.Gamma,
-                   state.omega, state.V, 0.0, problem.alpha)
+    flops = problem.half_step.flops(problem.X, problem.y, state.S_hat, state.c, state.Gamma,
+                                    state.omega, state.V, 0.0, problem.alpha)
     rate = matmul_rate(n * 2, d, "float64", repeats)
     s_iter = statistics.median(warm)
     return dict(d=d, n=n, alpha=alpha, T=2, iters=int(res.n_iter), cold_s=cold,
@@ -205,6 +205,31 @@ def bench_amp(ds, alpha, iters, repeats):
                                                             np.log([r["s_per_iter"] for r in big]), 1)[0])
     return dict(alpha=alpha, T=2, rho=0.5, channel="softmax", iters=iters, rows=rows,
                 expected_exponent="4 at large d: O(n T d^2 + d^3) per iteration with n = alpha d^2", **fit)
+
+
+# The targets of the issue "fast on every device" (issue 19), on 2 CPU cores, float64: the figures of an
+# independent implementation of the same algorithm (small) and of the arithmetic limit (big)
+AMP_TARGETS = {
+    "softmax_T3_d150_alpha0.05": dict(warm=0.27, cold=0.45),
+    "hardmax_T2_d80_alpha1": dict(warm=0.95),
+    "softmax_T2_d400_alpha0.13_80it": dict(warm=25.0),
+}
+
+
+def bench_amp_targets(quick=False):
+    """``benchmarks/gamp_targets.py small`` and ``big`` (``small`` only with ``quick``), each in a
+    fresh process (its cold time then includes compilation), with the targets beside them."""
+    out = {}
+    for which in ("small",) if quick else ("small", "big"):
+        cmd = [sys.executable, os.path.join(HERE, "gamp_targets.py"), which]
+        run = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        line = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT")][-1]
+        out.update(json.loads(line[len("RESULT"):]))
+    for name, row in out.items():
+        row["target"] = AMP_TARGETS.get(name, {})
+        print(f"  {name}: warm {row['warm']:.3f} s, cold {row['cold']:.3f} s "
+              f"(targets {row['target']})", flush=True)
+    return out
 
 
 # --------------------------------------------------------------------------- gradient descent
@@ -329,6 +354,14 @@ def write_markdown(res, path):
         line = f"Fitted exponent of the time per iteration against d: {a['time_exponent']:.2f} over all sizes"
         line += f", {large:.2f} over the larger half" if large is not None else ""
         L += ["", line + f" (expected {a['expected_exponent']})."]
+    if "amp_targets" in res:
+        L += ["", "## GAMP-RIE targets (`benchmarks/gamp_targets.py`, a fresh process each)", "",
+              "| case | iterations | status | warm (s) | target warm (s) | cold (s) | target cold (s) |",
+              "|---|---|---|---|---|---|---|"]
+        for name, r in res["amp_targets"].items():
+            t = r["target"]
+            L.append(f"| {name} | {r['iters']} | {r['status']} | {r['warm']:.3f} | {t.get('warm', '')} | "
+                     f"{r['cold']:.3f} | {t.get('cold', '')} |")
     g = res["gd"]
     L += ["", f"## Gradient descent (Adam, lr {g['lr']}, T = 2, alpha = {g['alpha']})", "",
           "Per student-step: the loss and its gradient (XLA's count of operations), their rate, and "
@@ -389,7 +422,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="tiny sizes, to check the script")
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--amp-d", type=int, nargs="+", default=[40, 80, 120, 160, 240])
+    p.add_argument("--amp-d", type=int, nargs="+", default=[50, 100, 150, 200, 300, 400])
     p.add_argument("--amp-alpha", type=float, default=0.13)
     p.add_argument("--amp-iters", type=int, default=8)
     p.add_argument("--gd-d", type=int, nargs="+", default=[50, 100])
@@ -420,6 +453,8 @@ def main(argv=None):
                   f"{res['se'][k]['cold_s']:.2f} s cold", flush=True)
     print("GAMP-RIE ...", flush=True)
     res["amp"] = bench_amp(a.amp_d, a.amp_alpha, a.amp_iters, a.repeats)
+    print("GAMP-RIE targets ...", flush=True)
+    res["amp_targets"] = bench_amp_targets(a.quick)
     print("gradient descent ...", flush=True)
     res["gd"] = bench_gd(a.gd_d, a.gd_n_init, a.gd_steps, a.repeats)
     print(f"gradient descent on {a.devices} forced host devices ...", flush=True)

@@ -53,8 +53,12 @@ _GL_RULES = {n: _gl01(n) for n in (24, 32, 48, 64)}
 _CUT = 40.0  # log-integrand drop at which the integral is truncated (e^-40)
 
 
+@functools.partial(jax.custom_jvp, nondiff_argnums=(3,))
 def _log_phi2(k1, k2, c, n_nodes: int = 64):
     """``log Phi_2(k1, k2; c)`` for ``|c| <= 1/3``, accurate in every tail.
+
+    Differentiated by its closed-form derivatives (:func:`_log_phi2_jvp`), not through the
+    quadrature and its Newton steps.
 
     ``Phi_2 = int_{-inf}^{k1} phi(x) Phi((k2 - c x)/s) dx``, ``s = sqrt(1 - c^2)``.
     The log-integrand ``L`` is concave with ``L'' in [-1, -1 + c^2/s^2]``, so it is
@@ -102,6 +106,22 @@ def _log_phi2(k1, k2, c, n_nodes: int = 64):
     log_bnd = jnp.log(eps * kap * ev * _GL_W) + L(k1[..., None] - t)
     interior = (m0 <= k1)[..., None]
     return logsumexp(jnp.where(interior, log_int, log_bnd), axis=-1)
+
+
+@_log_phi2.defjvp
+def _log_phi2_jvp(n_nodes, primals, tangents):
+    """The derivatives of ``log Phi_2``: ``d/dk1 = phi(k1) Phi((k2 - c k1)/s) / Phi_2`` (and ``k1 <->
+    k2``), ``d/dc = phi_2(k1, k2; c) / Phi_2`` (Plackett's identity), ``s = sqrt(1 - c^2)``. In a
+    GAMP-RIE iteration the score's derivatives go through these: the hardmax half step at ``d = 80``,
+    ``alpha = 1`` took 76 ms with autodiff through the quadrature."""
+    k1, k2, c = jnp.broadcast_arrays(*primals)
+    t1, t2, tc = tangents
+    out = _log_phi2(k1, k2, c, n_nodes)
+    sq = jnp.sqrt(1 - c * c)
+    g1 = jnp.exp(_log_npdf(k1) + log_ndtr((k2 - c * k1) / sq) - out)
+    g2 = jnp.exp(_log_npdf(k2) + log_ndtr((k1 - c * k2) / sq) - out)
+    gc = jnp.exp(-(k1 * k1 - 2 * c * k1 * k2 + k2 * k2) / (2 * sq * sq) - _LOG_2PI - jnp.log(sq) - out)
+    return out, g1 * t1 + g2 * t2 + gc * tc
 
 
 def _hardmax_parts(y, omega, Veff):
