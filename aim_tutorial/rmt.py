@@ -46,6 +46,7 @@ enters the attention-indexed model).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import warnings
@@ -623,7 +624,17 @@ def _roots_scaled(coeffs) -> np.ndarray:
 
 
 def _edges_g(delta: float, s: float) -> list[tuple[float, float, float, float]]:
+    """Support intervals ``(a, b, G(a), G(b))`` in the shifted variable ``w = x - s`` (a new list
+    each call, of the tuples :func:`_edges_g_cached` keeps)."""
+    return list(_edges_g_cached(float(delta), float(s)))
+
+
+@functools.lru_cache(maxsize=256)
+def _edges_g_cached(delta: float, s: float) -> tuple[tuple[float, float, float, float], ...]:
     """Support intervals ``(a, b, G(a), G(b))`` in the shifted variable ``w = x - s``.
+
+    Cached: an iteration of GAMP-RIE asks for the edges of one ``delta`` twice (its RIE and
+    its ``mmse_rho``), a state-evolution table for each ``delta`` of its grid.
 
     ``G`` at an edge is the critical point ``g_c`` of the inverse function whose critical value
     the edge is: exact, no root of the cubic needed. At ``delta >= _huge(s)`` the semicircle
@@ -631,7 +642,7 @@ def _edges_g(delta: float, s: float) -> list[tuple[float, float, float, float]]:
     """
     if delta >= _huge(s):
         r = math.sqrt(1.0 + delta)
-        return [(-2.0 * r, 2.0 * r, -1.0 / r, 1.0 / r)]
+        return ((-2.0 * r, 2.0 * r, -1.0 / r, 1.0 / r),)
     # z'(G) = 0  <=>  delta G^4 - 2 delta s G^3 + (delta s^2 + s^2 - 1) G^2 + 2 s G - s^2 = 0
     coeffs = [delta, -2 * delta * s, delta * s * s + s * s - 1, 2 * s, -s * s]
     q = np.roots(coeffs) if delta >= _DELTA_TINY else _roots_scaled(coeffs)
@@ -660,7 +671,7 @@ def _edges_g(delta: float, s: float) -> list[tuple[float, float, float, float]]:
         edges.append((start, a, g_start, g_a))
         start, g_start = b, g_b
     edges.append((start, right, g_start, g2))
-    return edges
+    return tuple((float(a), float(b), float(ga), float(gb)) for a, b, ga, gb in edges)
 
 
 def _edges_shifted(delta: float, s: float) -> list[tuple[float, float]]:
@@ -1071,13 +1082,18 @@ def rie_eigenvalues(lam, delta: float, rho: float, *, outside: str = "edge") -> 
     for xa, xb, _, _ in edges:  # an eigenvalue on an edge gets the exact edge value
         inside |= (flat > xa) & (flat < xb)
     xi = np.empty(flat.shape)
-    if np.any(inside) and not huge:
-        # within rounding of an edge the roots of the cubic come out real (a double root split
-        # along the real axis by sqrt(eps)): such a point gets its edge's value, as outside
-        inside[inside] = np.asarray(spectral_density(flat[inside], delta, rho)) > 0
-    if np.any(inside):
+    if np.any(inside) and huge:
         li = flat[inside]
-        xi[inside] = s + (li - s) / (1.0 + delta) if huge else _rie_bulk(li, li, delta, rho)
+        xi[inside] = s + (li - s) / (1.0 + delta)
+    elif np.any(inside):
+        # G once: its imaginary part is the density, its real part the Hilbert transform.
+        # Within rounding of an edge the roots of the cubic come out real (a double root split
+        # along the real axis by sqrt(eps)): such a point gets its edge's value, as outside
+        G = _G_real_axis(flat[inside] - s, delta, s)
+        on_support = np.clip(G.imag, 0, None) / np.pi > 0
+        inside[inside] = on_support
+        li = flat[inside]
+        xi[inside] = li - 2 * delta * G.real[on_support]
     if not np.all(inside):
         pts = np.array([x for xa, xb, _, _ in edges for x in (xa, xb)])
         vals = np.array([cleaned_edge(x, g) for xa, xb, ga, gb in edges for x, g in ((xa, ga), (xb, gb))])
