@@ -229,7 +229,10 @@ def _student_indices(W, X):
     T = X.shape[-2]
     norm = d * jnp.sqrt(r)
     P = X @ W  # (n, T, r)
-    h = jnp.einsum("nar,nbr->nab", P, P) / norm
+    # the T^2 products of each sample's rows, pair by pair: XLA on a CPU ran the einsum
+    # "nar,nbr->nab" as n tiny matrix products one at a time
+    h = jnp.stack([jnp.stack([jnp.sum(P[..., a, :] * P[..., b, :], axis=-1) for b in range(T)], axis=-1)
+                   for a in range(T)], axis=-2) / norm
     return h - (jnp.sum(W * W) / norm) * jnp.eye(T, dtype=h.dtype)
 
 
