@@ -51,6 +51,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from . import _checks
+from .config import algorithm_dtype
 from .model import sample_teacher
 
 __all__ = [
@@ -117,7 +118,7 @@ class GampRieResult(NamedTuple):
     """Result of :func:`gamp_rie`.
 
     Attributes:
-        S_hat: the final estimate, shape ``(d, d)`` (the last finite iterate if the run diverged).
+        S_hat: the final estimate, shape ``(d, d)``, in the dtype of the iteration (the last finite iterate if the run diverged).
         mmse_pred: predicted error ``c`` of the final estimate.
         error: ``||S_hat - S_true||_F^2 / d`` (``nan`` without ``S_true``).
         converged: the residual fell below ``tol``.
@@ -266,7 +267,8 @@ def _make_half_step(channel, beta: float, noise: float, score: str, q_hat_from: 
     channel_score = channel.log_score if log_outputs else channel.score
 
     def score_fn(y, omega, V):
-        G = channel_score(y, omega, V + noise / 2, beta, score)
+        # in omega's dtype: a channel's float64 constants (quadrature nodes) would promote float32
+        G = channel_score(y, omega, V + noise / 2, beta, score).astype(omega.dtype)
         return (G + jnp.swapaxes(G, -1, -2)) / 2
 
     def rest(forms, X, y, S_hat, c, Gamma_old, omega_old, V_old, damping, alpha):
@@ -292,9 +294,9 @@ def _make_half_step(channel, beta: float, noise: float, score: str, q_hat_from: 
         pick = np.zeros((len(iu), T, T))
         pick[np.arange(len(iu)), iu, ju] = 1.0
 
-        dG = jax.vmap(lambda Ek: score_lin(jnp.broadcast_to(Ek, omega.shape)))(jnp.asarray(E))  # (K, n, T, T)
+        dG = jax.vmap(lambda Ek: score_lin(jnp.broadcast_to(Ek, omega.shape)))(jnp.asarray(E, omega.dtype))  # (K, n, T, T)
         # 2 sum_a dg_aa/domega_aa + sum_{a<b} dg_ab/domega_ab, with g_aa = Gamma_aa, g_ab = 2 Gamma_ab
-        q_hat_derivative = -4.0 * alpha * jnp.mean(jnp.einsum("knab,kab->n", dG, jnp.asarray(pick)))
+        q_hat_derivative = -4.0 * alpha * jnp.mean(jnp.einsum("knab,kab->n", dG, jnp.asarray(pick, omega.dtype)))
         q_hat = q_hat_square if q_hat_from == "square" else q_hat_derivative
         # on the Nishimori line E g^2 = -E g': the ratio is 1 up to finite-size corrections
         ratio = q_hat_square / q_hat_derivative
@@ -467,8 +469,8 @@ class GampRieProblem(NamedTuple):
     """What stays fixed during a run of GAMP-RIE (built by :func:`gamp_rie_start`).
 
     Attributes:
-        X: tokens, float64, shape ``(n, T, d)``.
-        y: outputs (their logs with ``log_outputs=True``), float64, shape ``(n, T, T)``.
+        X: tokens, in the algorithm's dtype (``dtype`` of :func:`gamp_rie`), shape ``(n, T, d)``.
+        y: outputs (their logs with ``log_outputs=True``), in that dtype, shape ``(n, T, T)``.
         rho: width ratio of the prior.
         alpha: ``n / d^2``.
         half_step: the jitted output half of an iteration (``omega``, ``Gamma``, ``q_hat``, the
@@ -576,7 +578,7 @@ class GampRieStopPolicy(NamedTuple):
 
 def gamp_rie_start(X, y, rho: float, *, channel: str = "softmax", beta: float = 1.0, noise: float = 0.0,
                    key: Optional[jax.Array] = None, S_true=None, score: str = "exact", log_outputs: bool = False,
-                   options: Optional[GampRieOptions] = None) -> tuple[GampRieProblem, GampRieState]:
+                   options: Optional[GampRieOptions] = None, dtype=None) -> tuple[GampRieProblem, GampRieState]:
     """Check the data and settings of a GAMP-RIE run and build its problem and starting state.
 
     Args and Raises: as in :func:`gamp_rie`, with the iteration settings in ``options`` (``None``:
@@ -597,6 +599,7 @@ def gamp_rie_start(X, y, rho: float, *, channel: str = "softmax", beta: float = 
     """
     ch, beta, noise = _validate_common(channel, beta, noise, score)
     rho = _checks.positive("rho", rho)
+    dtype = algorithm_dtype(dtype)
     options = GampRieOptions() if options is None else options
     if not isinstance(options, GampRieOptions):
         raise _checks.ArgumentTypeError(f"options must be a GampRieOptions, got {type(options).__name__}")
@@ -613,22 +616,22 @@ def gamp_rie_start(X, y, rho: float, *, channel: str = "softmax", beta: float = 
         _checks.square_symmetric("S_true", S_true)
         if np.shape(S_true) != (d, d):
             raise ValueError(f"S_true must have shape (d, d) = {(d, d)}, got {np.shape(S_true)}")
-        S_true = jnp.asarray(S_true, dtype=jnp.float64)
+        S_true = jnp.asarray(S_true, dtype=dtype)
     if key is not None:
         key = _checks.prng_key("key", key)
     if options.init == "prior":
         if key is None:
             raise ValueError("key must be a jax.random key for init='prior' (or use init='mean')")
-        S_hat = sample_teacher(key, d, rho)
+        S_hat = sample_teacher(key, d, rho).astype(dtype)  # drawn in float64: both dtypes start alike
     else:
-        S_hat = jnp.sqrt(rho) * jnp.eye(d)
+        S_hat = jnp.sqrt(rho) * jnp.eye(d, dtype=dtype)
     half_step = (_make_half_step(ch, beta, noise, score, options.q_hat_from, True) if log_outputs
                  else _make_half_step(ch, beta, noise, score, options.q_hat_from))
     problem = GampRieProblem(
-        X=jnp.asarray(X, dtype=jnp.float64), y=jnp.asarray(y, dtype=jnp.float64), rho=rho, alpha=n / d**2,
-        half_step=half_step, S_ref=S_true if S_true is not None else jnp.zeros((d, d)),
+        X=jnp.asarray(X, dtype=dtype), y=jnp.asarray(y, dtype=dtype), rho=rho, alpha=n / d**2,
+        half_step=half_step, S_ref=S_true if S_true is not None else jnp.zeros((d, d), dtype),
         has_truth=S_true is not None, options=options, rmt=_rmt())
-    zeros = jnp.zeros((n, T, T))
+    zeros = jnp.zeros((n, T, T), dtype)
     state = GampRieState(S_hat=S_hat, c=options.c_init, Gamma=zeros, omega=zeros, V=options.c_init,
                          damping=options.damping, S_prev=S_hat)
     return problem, state
@@ -670,7 +673,7 @@ def gamp_rie_step(problem: GampRieProblem, state: GampRieState) -> tuple[GampRie
     # The edge rule is the default: continued off the support, the RIE amplifies the edge fluctuations of R
     # by 2 Delta, and at small alpha (Delta large) about half the runs collapsed (chapter 5, section
     # "A failure mode: collapse")
-    xi = jnp.asarray(p.rmt.rie_eigenvalues(lam, delta, p.rho, outside=o.rie_outside))
+    xi = jnp.asarray(p.rmt.rie_eigenvalues(lam.astype(float), delta, p.rho, outside=o.rie_outside), p.X.dtype)
     c = float(p.rmt.mmse_denoising(delta, p.rho))
     S_new, residual, err, finite = _prior_step(O, xi, state.S_hat, p.S_ref)
     residual = float(residual)
@@ -812,6 +815,7 @@ def gamp_rie(
     adaptive_damping: bool = False,
     log_outputs: bool = False,
     rie_outside: str = "edge",
+    dtype=None,
 ) -> GampRieResult:
     """GAMP-RIE for the single-layer attention-indexed model, eqs. (amp-omega)-(amp-prior).
 
@@ -860,6 +864,12 @@ def gamp_rie(
             or ``None``): status ``"stationary: ..."`` or ``"oscillating: ..."``.
         adaptive_damping: raise the damping towards 0.5 when the iterates grow or oscillate.
         rie_outside: ``"edge"`` or ``"continuation"``: the RIE off the support of ``R``'s spectrum.
+        dtype: the dtype of the iteration (``X``, ``y``, the estimate, the contractions and the
+            eigendecomposition), ``"float32"`` or ``"float64"`` (or a NumPy/JAX dtype); ``None``:
+            float64 on a CPU, float32 on a GPU/TPU (:func:`aim_tutorial.config.algorithm_dtype`,
+            overridden by ``AIM_DTYPE``). The RIE's cleaned eigenvalues and ``mmse_rho`` are
+            computed in float64 on the host either way; the start ``init="prior"`` is drawn in
+            float64, then cast, so that both dtypes start from the same matrix.
 
     Returns:
         :class:`GampRieResult` with the last finite ``S_hat``, ``converged``, ``diverged``,
@@ -889,7 +899,7 @@ def gamp_rie(
                              rie_outside=rie_outside)
     with one_blas_thread():
         problem, state = gamp_rie_start(X, y, rho, channel=channel, beta=beta, noise=noise, key=key, S_true=S_true,
-                                        score=score, log_outputs=log_outputs, options=options)
+                                        score=score, log_outputs=log_outputs, options=options, dtype=dtype)
         policy = GampRieStopPolicy.from_options(problem.options, problem.rho)
         hist = {k: [] for k in GampRieHistory._fields}
         status = None

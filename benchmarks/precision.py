@@ -3,6 +3,12 @@
 Usage (from the repository root):
     python benchmarks/precision.py --out benchmarks/precision.json            # 32 students x 1000 Adam steps, d = 100
     python benchmarks/precision.py --steps 200 --out /tmp/precision.json      # a shorter run
+    python benchmarks/precision.py --gamp --out benchmarks/precision_gamp.json  # GAMP-RIE (below)
+
+``--gamp``: GAMP-RIE (:func:`aim_tutorial.gamp_rie`, ``dtype=``) in float32 and float64 on instances
+like chapter 5's (every channel, both sides of the hardmax transition, ``T = 3``), three seeds
+each: the error, the iterations and the status of each dtype, and the largest difference of the
+errors against the spread of the errors over the seeds.
 
 The instance is ``aim.make_instance(jax.random.key(0), d, 0.5, alpha, T=2)`` with
 ``x = alpha * 4 = 0.4`` (softmax, T = 2: ``alpha = x / 4``), the students start from the
@@ -40,7 +46,10 @@ def main(argv=None):
     parser.add_argument("--lr", type=float, default=0.1)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", required=True, help="path of the JSON file written")
+    parser.add_argument("--gamp", action="store_true", help="GAMP-RIE instead of gradient descent")
     args = parser.parse_args(argv)
+    if args.gamp:
+        return gamp(args)
 
     import jax
     import numpy as np
@@ -117,6 +126,63 @@ def main(argv=None):
         versions=dict(python=platform.python_version(), jax=jax.__version__, numpy=np.__version__),
         results=rows,
         summary=summary,
+    )
+    with open(args.out, "w") as fh:
+        json.dump(out, fh, indent=2)
+        fh.write("\n")
+    return out
+
+
+# (channel, d, alpha, T, noise): chapter 5's settings (softmax on both sides of nothing, the hardmax
+# below and above its perfect-recovery threshold 0.68, T = 3, the noisy linear channel)
+GAMP_CASES = [("softmax", 100, 0.05, 2, 0.0), ("softmax", 100, 0.13, 2, 0.0), ("softmax", 100, 0.3, 2, 0.0),
+              ("softmax", 150, 0.05, 3, 0.0), ("hardmax", 80, 0.2, 2, 0.0), ("hardmax", 80, 0.6779, 2, 0.0),
+              ("hardmax", 80, 1.0, 2, 0.0), ("linear", 100, 0.1, 2, 0.5)]
+
+
+def gamp(args):
+    """GAMP-RIE in float32 against float64 (``--gamp``)."""
+    import jax
+    import numpy as np
+
+    import aim_tutorial as aim
+
+    rho, seeds = 0.5, (0, 1, 2)
+    rows = []
+    for ch, d, alpha, T, noise in GAMP_CASES:
+        per = {"float32": [], "float64": []}
+        for seed in seeds:
+            inst = aim.make_instance(jax.random.key(seed), d, rho, alpha, T, channel=ch, noise=noise)
+            for dt in per:
+                t0 = time.perf_counter()
+                r = aim.gamp_rie(inst.X, inst.y, rho, channel=ch, noise=noise, key=inst.key, S_true=inst.S,
+                                 dtype=dt, max_iter=100)
+                jax.block_until_ready(r.S_hat)
+                per[dt].append(dict(seed=seed, error=float(r.error), n_iter=int(r.n_iter), status=r.status,
+                                    seconds=time.perf_counter() - t0, dtype=str(r.S_hat.dtype)))
+        e32 = np.array([p["error"] for p in per["float32"]])
+        e64 = np.array([p["error"] for p in per["float64"]])
+        row = dict(channel=ch, d=d, alpha=alpha, T=T, noise=noise, runs=per,
+                   max_abs_diff_error=float(np.max(np.abs(e32 - e64))),
+                   seed_spread_error=float(np.std(e64, ddof=1)),
+                   same_status=all(a["status"].split(":")[0] == b["status"].split(":")[0]
+                                   for a, b in zip(per["float32"], per["float64"])))
+        rows.append(row)
+        print(f"{ch:8s} d = {d:3d} alpha = {alpha:<6g} T = {T} noise = {noise}: error float64 "
+              f"{', '.join(f'{e:.5f}' for e in e64)}; |float32 - float64| <= {row['max_abs_diff_error']:.1e} "
+              f"(seed spread {row['seed_spread_error']:.1e}); same status: {row['same_status']}", flush=True)
+    worst = max(r["max_abs_diff_error"] for r in rows)
+    print(f"largest |error float32 - error float64| over {len(rows)} settings x {len(seeds)} seeds: {worst:.1e} "
+          f"(within 1e-3: {worst < 1e-3})")
+    out = dict(
+        what="gamp_rie float32 against float64 (benchmarks/precision.py --gamp)",
+        command=" ".join([os.path.basename(sys.executable), *sys.argv]),
+        written=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        params=dict(rho=rho, seeds=list(seeds), max_iter=100,
+                    instance="make_instance(jax.random.key(seed), d, rho, alpha, T, channel, noise)"),
+        machine=dict(backend=jax.default_backend(), cpu_count=os.cpu_count(), platform=platform.platform()),
+        versions=dict(python=platform.python_version(), jax=jax.__version__, numpy=np.__version__),
+        results=rows, summary=dict(max_abs_diff_error=worst, within_1e_3=bool(worst < 1e-3)),
     )
     with open(args.out, "w") as fh:
         json.dump(out, fh, indent=2)
