@@ -5,11 +5,12 @@ double precision (``jax_enable_x64``); it stays on.
 
 Precision policy
     *Theory* (random matrices, state evolution, the channels' quadratures, the
-    RIE) always computes in float64. The *algorithms* that train on data (today
-    gradient descent: :func:`aim_tutorial.gd.train_gd` and
-    :func:`aim_tutorial.deep.train_deep_gd`) run in the dtype that
-    :func:`algorithm_dtype` resolves: they cast their data, initial weights and
-    teacher to it, train in it and return arrays in it. The order is
+    RIE) always computes in float64. The *algorithms* that learn from data
+    (gradient descent, :func:`aim_tutorial.gd.train_gd` and
+    :func:`aim_tutorial.deep.train_deep_gd`, and GAMP-RIE, :func:`aim_tutorial.gamp_rie`)
+    run in the dtype that :func:`algorithm_dtype` resolves: they cast their data,
+    starting point and teacher to it, iterate in it and return arrays in it (GAMP-RIE
+    keeps the RIE's cleaned eigenvalues and ``mmse_rho`` in float64). The order is
 
     1. an explicit ``dtype=`` argument: ``"float32"``, ``"float64"``, or a
        NumPy / JAX float32 or float64 dtype (``np.float32``, ``jnp.float64``, ...);
@@ -17,11 +18,10 @@ Precision policy
     3. the platform (:func:`jax.default_backend`): float64 on ``"cpu"`` (the
        book's numbers are reproducible bit for bit), float32 on a GPU or TPU.
 
-    Anything else is a ``ValueError`` naming ``dtype`` (or ``AIM_DTYPE``). float32
-    trains 1.3 to 1.6 times faster than float64 on a shared 2-core CPU (32 students x 1000
-    Adam steps at d = 100) and changes the errors by about 1e-7;
-    ``benchmarks/precision.py`` measures both. GAMP-RIE (:func:`aim_tutorial.gamp_rie`)
-    still runs in float64: it is not yet under the policy.
+    Anything else is a ``ValueError`` naming ``dtype`` (or ``AIM_DTYPE``). On a 2-core
+    CPU float32 trains 1.76 times faster than float64 (32 students x 1000 Adam steps at
+    d = 100) and changes the errors by about 1e-7; GAMP-RIE's errors move by at most
+    1.5e-7 on chapter 5's settings. ``benchmarks/precision.py`` (and ``--gamp``) measures both.
 
 Every chapter reads its problem sizes
 from :func:`sizes`, chosen by the environment variable ``AIM_SCALE``:
