@@ -34,6 +34,7 @@ import json
 import os
 import queue
 import re
+import shlex
 import shutil
 import sqlite3
 import subprocess
@@ -50,16 +51,25 @@ REPORT = ROOT / "mutation" / "REPORT.md"
 
 # module -> (source file, the test files that are its own). A channel is tested by the channel
 # tests, the identity tests of every registered channel, and the state evolution that reads it.
-_CH = ["tests/test_channels.py", "tests/test_channel_registry.py", "tests/test_state_evolution.py"]
-_EW = ["tests/test_elementwise.py", "tests/test_channel_registry.py", "tests/test_state_evolution.py"]
+def _hostile(module):
+    """The bad-input sweep of one module's public functions (tests/test_hostile.py): kills the
+    mutants that loosen an argument check, which the module's own tests need not try."""
+    return f"tests/test_hostile.py::test_module_refuses_bad_input[{module}]"
+
+
+_CH = ["tests/test_channels.py", "tests/test_channel_registry.py", "tests/test_state_evolution.py",
+       _hostile("channels")]
+_EW = ["tests/test_elementwise.py", "tests/test_channel_registry.py", "tests/test_state_evolution.py",
+       _hostile("channels.elementwise")]
 MODULES = {
-    "rmt": ("aim_tutorial/rmt.py", ["tests/test_rmt.py"]),
+    "rmt": ("aim_tutorial/rmt.py", ["tests/test_rmt.py", _hostile("rmt")]),
     "counting": ("aim_tutorial/counting.py", ["tests/test_state_evolution.py", "tests/test_deep.py"]),
-    "state_evolution": ("aim_tutorial/state_evolution.py", ["tests/test_state_evolution.py"]),
-    "amp": ("aim_tutorial/amp.py", ["tests/test_amp.py"]),
-    "model": ("aim_tutorial/model.py", ["tests/test_model.py"]),
-    "gd": ("aim_tutorial/gd.py", ["tests/test_gd.py"]),
-    "deep": ("aim_tutorial/deep.py", ["tests/test_deep.py"]),
+    "state_evolution": ("aim_tutorial/state_evolution.py", ["tests/test_state_evolution.py",
+                                                            _hostile("state_evolution")]),
+    "amp": ("aim_tutorial/amp.py", ["tests/test_amp.py", _hostile("amp")]),
+    "model": ("aim_tutorial/model.py", ["tests/test_model.py", _hostile("model")]),
+    "gd": ("aim_tutorial/gd.py", ["tests/test_gd.py", _hostile("gd")]),
+    "deep": ("aim_tutorial/deep.py", ["tests/test_deep.py", _hostile("deep")]),
     "channels.base": ("aim_tutorial/channels/base.py", _CH),
     "channels.softmax": ("aim_tutorial/channels/softmax.py", _CH),
     "channels.linear": ("aim_tutorial/channels/linear.py", _CH),
@@ -67,7 +77,7 @@ MODULES = {
     "channels.elementwise": ("aim_tutorial/channels/elementwise.py", _EW),
     "channels.relu": ("aim_tutorial/channels/relu.py", _EW),
     "channels.sigmoid": ("aim_tutorial/channels/sigmoid.py", _EW),
-    "channels.generic": ("aim_tutorial/channels/generic.py", _CH),
+    "channels.generic": ("aim_tutorial/channels/generic.py", _CH + [_hostile("channels.generic")]),
 }
 
 # the operators kept (cosmic-ray names, matched in full)
@@ -88,7 +98,7 @@ def _python() -> str:
 
 def _test_command(tests, extra="", fast=True) -> str:
     marker = "-m 'not slow' " if fast else ""
-    return f"{_python()} -m pytest -x -q -p no:cacheprovider {marker}{' '.join(tests)} {extra}".strip()
+    return f"{_python()} -m pytest -x -q -p no:cacheprovider {marker}{' '.join(map(shlex.quote, tests))} {extra}".strip()
 
 
 def _env() -> dict:

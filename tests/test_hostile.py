@@ -346,6 +346,23 @@ def _sweep_once():
     return _SWEEP
 
 
+_MODULES = sorted({getattr(s[1], "__module__", "?").removeprefix("aim_tutorial.") for s in SPECS})
+
+
+@pytest.mark.parametrize("module", _MODULES)
+def test_module_refuses_bad_input(module):
+    """The sweep restricted to the functions of one module: no bad input accepted, and each valid
+    call of the module runs. The mutation tests of a module (scripts/mutation.py) run this one
+    (a loosened argument check is a mutant that only such a test kills) instead of the whole sweep."""
+    accepted = []
+    for label, fn, kw, arg, bad, _i in CASES:
+        if getattr(fn, "__module__", "?").removeprefix("aim_tutorial.") != module:
+            continue
+        if classify(fn, kw, arg, bad) == "accepted":
+            accepted.append((label, arg, " ".join(repr(bad).split())[:60]))
+    assert not accepted, "\n".join(map(str, accepted))
+
+
 def test_sweep_has_at_least_1000_cases():
     assert len(CASES) >= 1000, len(CASES)
 

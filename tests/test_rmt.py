@@ -320,6 +320,21 @@ def test_rie_unchanged_inside_support():
                                       lam - 2 * delta * aim.hilbert_transform(lam, delta, rho))
 
 
+def test_rie_continuation_is_the_edge_rule_on_the_support():
+    """The two outside rules differ only off the support: on it both are lambda - 2 delta h(lambda),
+    to the last bit (the continuation through _rie_bulk, the edge rule through its own Stieltjes
+    transform); off it the continuation is the formula continued, not the edge's value."""
+    for delta, rho in [(0.05, 0.5), (0.3, 1.0), (1.0, 4.0), (3.0, 0.25)]:
+        edges = aim.support_edges(delta, rho)
+        lam = np.concatenate([np.linspace(a, b, 41)[1:-1] for a, b in edges])
+        np.testing.assert_array_equal(aim.rie_eigenvalues(lam, delta, rho, outside="continuation"),
+                                      aim.rie_eigenvalues(lam, delta, rho, outside="edge"))
+        far = np.array([edges[0][0] - 1.0, edges[-1][1] + 1.0])
+        cont = aim.rie_eigenvalues(far, delta, rho, outside="continuation")
+        np.testing.assert_allclose(cont, far - 2 * delta * aim.hilbert_transform(far, delta, rho), rtol=1e-13)
+        assert np.all(np.abs(cont - aim.rie_eigenvalues(far, delta, rho)) > 1e-6)
+
+
 def _rel(a, b):
     return float(np.max(np.abs(np.asarray(a) - np.asarray(b)) / np.maximum(np.abs(np.asarray(b)), 1e-300)))
 
