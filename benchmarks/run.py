@@ -260,7 +260,7 @@ def bench_gd(ds, n_init, steps, repeats, dtypes=("float64", "float32")):
             cold, warm, allw = _timed(fit, repeats)
             # one student-step: the loss and its gradient (Adam's update is O(d r) more)
             Xc, yc = jnp.asarray(X, dtype), jnp.asarray(y, dtype)
-            step = jax.jit(jax.value_and_grad(lambda W: gd_loss(W, Xc, yc, channel="softmax")))
+            step = jax.jit(jax.value_and_grad(lambda W, Xc=Xc, yc=yc: gd_loss(W, Xc, yc, channel="softmax")))
             flops = _flops(step, jnp.zeros((d, r), dtype))
             rate = matmul_rate(n * 2, d, dtype, repeats)
             per_step = warm / (n_init * steps)
