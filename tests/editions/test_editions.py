@@ -17,7 +17,7 @@ EDITIONS = ("reader", "student", "instructor")
 def test_every_solution_has_a_recognisable_sentence_and_code():
     found = solutions()
     assert sorted(label for label, _, _ in found) == sorted(exercise_labels())
-    for label, sentence, code in found:
+    for label, _sentence, code in found:
         assert code, f"{label}: its solution runs no code"
     # most solutions also have a sentence of plain words (some are all maths)
     assert sum(1 for _, sentence, _ in found if sentence) >= 0.8 * len(found)

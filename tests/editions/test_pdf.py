@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-import pytest
-
-from conftest import CHAPTERS, PDF, ROOT, exercise_labels, pdf_text, solutions, squash
+from conftest import CHAPTERS, ROOT, exercise_labels, pdf_text, solutions, squash
 
 LISTING = ROOT / "_build" / "problems" / "problem_sets.json"
 
