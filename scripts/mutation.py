@@ -3,6 +3,7 @@
     python scripts/mutation.py [MODULE ...] [--jobs N]   # every mutant of the named modules (default: all)
     python scripts/mutation.py --curated                 # the curated mutants CI runs: all must be killed
     python scripts/mutation.py --report                  # rewrite mutation/REPORT.md from the last runs
+    python scripts/mutation.py MODULE --recheck          # the last run's survivors against the current tests
 
 A mutant is one small change to the source (``a + b`` -> ``a - b``, ``-x`` -> ``+x``, a constant
 changed by one, ``<`` -> ``>=``, ...); it is *killed* when the tests of its module fail. Each module
@@ -212,6 +213,42 @@ def run_module(name: str, k: int, fresh: bool = False) -> dict:
     return {"module": name, "seconds": seconds, "baseline": base}
 
 
+def recheck_module(name: str, k: int) -> dict:
+    """The survivors of a module's last run, again against the current tests (fast, then slow):
+    after tests were added, without running every mutant again. A survivor now killed is recorded
+    as killed in the session; the slow verdicts are recomputed. Refused when the source changed
+    since the run (the mutant's diff differs from the stored one: run the module afresh)."""
+    tree = _tree(k)
+    src, tests = MODULES[name]
+    session = WORK / f"{name}.sqlite"
+    if not session.exists():
+        raise SystemExit(f"{name}: no session to recheck (run: python scripts/mutation.py {name})")
+    t0 = time.perf_counter()
+    con = sqlite3.connect(session)
+    surv = con.execute(
+        "select m.job_id, m.operator_name, m.occurrence, r.diff from mutation_specs m join work_results r "
+        "on m.job_id = r.job_id where lower(r.worker_outcome) = 'normal' and lower(r.test_outcome) = 'survived'"
+    ).fetchall()
+    fast_cmd, slow_cmd = _test_command(tests), _test_command(tests, "-m slow", fast=False)
+    verdicts, now_killed = {}, 0
+    for job, op, occ, diff in surv:
+        out = _mutate_and_test(src, op, occ, fast_cmd, tree)
+        if _diff_lines(out.get("diff", "")) != _diff_lines(diff or ""):
+            raise SystemExit(f"{name}: {src} changed since its run ({op} #{occ} is another mutant now); "
+                             f"run it afresh: python scripts/mutation.py {name} --fresh")
+        if str(out.get("test_outcome")).lower() == "killed":
+            con.execute("update work_results set test_outcome = 'KILLED' where job_id = ?", (job,))
+            con.commit()
+            now_killed += 1
+            continue
+        out = _mutate_and_test(src, op, occ, slow_cmd, tree)
+        verdicts[job] = str(out.get("test_outcome") or out.get("worker_outcome")).lower()
+    (WORK / f"{name}.slow.json").write_text(json.dumps(verdicts))
+    print(f"{name}: {now_killed} of {len(surv)} survivors now killed by the fast tests, "
+          f"{sum(v == 'killed' for v in verdicts.values())} more by the slow ones", flush=True)
+    return {"module": name, "seconds": time.perf_counter() - t0, "baseline": float("nan")}
+
+
 # --------------------------------------------------------------------------- results and triage
 
 
@@ -246,6 +283,16 @@ def results(name: str) -> list:
     return out
 
 
+def pending(name: str) -> int:
+    """Mutants of the module's session that have not run yet (a run stopped before its end)."""
+    session = WORK / f"{name}.sqlite"
+    if not session.exists():
+        return 0
+    con = sqlite3.connect(session)
+    return con.execute("select count(*) from mutation_specs m left join work_results r on m.job_id = r.job_id "
+                       "where r.job_id is null").fetchone()[0]
+
+
 def _triage() -> dict:
     if not TRIAGE.exists():
         return {"equivalent": [], "curated": []}
@@ -268,10 +315,11 @@ def report() -> int:
              "the test files of each module). Kill rate = killed / (mutants - equivalent); timeouts count",
              "as killed, incompetent mutants (that cannot run at all) are left out.", "",
              "A mutant the fast tests missed is run again against the slow ones; `unchecked` counts those",
-             "whose second run had not happened when the run stopped (left out of the kill rate).", "",
-             "| module | mutants | killed (by slow tests) | timeout | survived | equivalent | unchecked "
+             "whose second run had not happened when the run stopped (left out of the kill rate), and",
+             "`not run` those the stopped run had not reached (a rerun resumes there).", "",
+             "| module | mutants run | not run | killed (by slow tests) | timeout | survived | equivalent | unchecked "
              "| incompetent | kill rate | run (s) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     untriaged = []
     for name in MODULES:
         res = results(name)
@@ -290,8 +338,8 @@ def report() -> int:
         rate = (killed + timeout) / denom if denom else float("nan")
         tfile = WORK / f"{name}.time"
         secs = tfile.read_text().split()[0] if tfile.exists() else "?"
-        lines.append(f"| {name} | {len(res)} | {killed} ({by_slow}) | {timeout} | {len(surv)} | {len(equiv)} | "
-                     f"{unchecked} | {incompetent} | {100 * rate:.1f} % | {secs} |")
+        lines.append(f"| {name} | {len(res)} | {pending(name)} | {killed} ({by_slow}) | {timeout} | {len(surv)} | "
+                     f"{len(equiv)} | {unchecked} | {incompetent} | {100 * rate:.1f} % | {secs} |")
     lines += ["", f"## Survivors not triaged ({len(untriaged)})", ""]
     for m in untriaged:
         lines.append(f"- `{m['module']}` line {m['line']}, {m['operator'].split('/')[-1]}: "
@@ -388,6 +436,8 @@ def main(argv=None) -> int:
     ap.add_argument("--curated", action="store_true", help="run the curated mutants only (CI)")
     ap.add_argument("--report", action="store_true", help="only rewrite the report from the last runs")
     ap.add_argument("--fresh", action="store_true", help="start the modules' sessions afresh (default: resume)")
+    ap.add_argument("--recheck", action="store_true",
+                    help="run only the last run's survivors again, against the current tests")
     args = ap.parse_args(argv)
     WORK.mkdir(parents=True, exist_ok=True)
     if args.curated:
@@ -405,7 +455,7 @@ def main(argv=None) -> int:
         def one(name):
             k = free.get()  # a copy no other module is using
             try:
-                return run_module(name, k, args.fresh)
+                return recheck_module(name, k) if args.recheck else run_module(name, k, args.fresh)
             finally:
                 free.put(k)
 
