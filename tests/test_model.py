@@ -423,3 +423,38 @@ def test_sample_data_default_skip_strength_is_one(key):
     _, y = aim.sample_data(k2, Ss, 5, 2, channel="deep")
     _, y1 = aim.sample_data(k2, Ss, 5, 2, channel="deep", c=1.0)
     np.testing.assert_array_equal(y, y1)
+
+
+def test_smallest_sizes_are_accepted(key):
+    """The lower bounds of the argument checks are the documented ones: d = n = T = 1 are valid, a
+    noise shape may have a zero batch size, the teacher's width and the sample count are at least 1
+    (and are 1 when rho d or alpha d^2 rounds to 0)."""
+    assert aim.teacher_width(1, 0.01) == 1 and aim.teacher_width(4, 0.5) == 2
+    assert aim.n_samples(1e-9, 1) == 1 and aim.n_samples(3.0, 1) == 3 and aim.n_samples(0.5, 4) == 8
+    S = aim.sample_teacher(key, 1, 0.5)
+    assert S.shape == (1, 1)
+    assert aim.sample_tokens(key, 1, 1, 1).shape == (1, 1, 1)
+    assert aim.symmetric_noise(key, (0, 2, 2), 0.5).shape == (0, 2, 2)
+    assert aim.symmetric_noise(key, (1, 1), 0.5).shape == (1, 1)
+    X, y = aim.sample_data(key, S, n=1, T=1)
+    assert X.shape == (1, 1, 1) and y.shape == (1, 1, 1)
+    inst = aim.make_instance(key, 1, 0.5, 1.0, T=1)
+    assert inst.X.shape == (1, 1, 1) and inst.S.shape == (1, 1)
+
+
+def test_memory_guard_counts_float64_entries(key, monkeypatch):
+    """sample_tokens refuses exactly the requests above the limit, counted as n T d entries of 8
+    bytes (float64): at AIM_MAX_BYTES = 8 n T d the request passes, one sample more is refused."""
+    n, T, d = 10, 2, 5
+    monkeypatch.setenv("AIM_MAX_BYTES", str(8 * n * T * d))
+    assert aim.sample_tokens(key, n, T, d).shape == (n, T, d)
+    with pytest.raises(ValueError, match="sample_tokens"):
+        aim.sample_tokens(key, n + 1, T, d)
+    monkeypatch.setenv("AIM_MAX_BYTES", str(8 * (d * d + d * 2)))  # the teacher and its weights, r = 2
+    assert aim.sample_teacher(key, d, 0.4).shape == (d, d)
+    with pytest.raises(ValueError, match="sample_teacher"):
+        aim.sample_teacher(key, d + 1, 0.4)
+    monkeypatch.setenv("AIM_MAX_BYTES", str(8 * 3 * 2 * 2))
+    assert aim.symmetric_noise(key, (3, 2, 2), 0.5).shape == (3, 2, 2)
+    with pytest.raises(ValueError, match="symmetric_noise"):
+        aim.symmetric_noise(key, (4, 2, 2), 0.5)
