@@ -458,3 +458,56 @@ def test_memory_guard_counts_float64_entries(key, monkeypatch):
     assert aim.symmetric_noise(key, (3, 2, 2), 0.5).shape == (3, 2, 2)
     with pytest.raises(ValueError, match="symmetric_noise"):
         aim.symmetric_noise(key, (4, 2, 2), 0.5)
+
+
+def test_hardmax_and_apply_channel_act_on_the_last_axis(key):
+    """hardmax is the one-hot argmax of each row (the last axis), for one row, a stack of
+    non-symmetric matrices whose batch size differs from T, against NumPy; apply_channel reaches
+    every kind of channel: a name, a Channel, a plain callable (vmapped over the batch)."""
+    np.testing.assert_array_equal(aim.hardmax(jnp.array([0.1, 0.5, 0.2])), [0.0, 1.0, 0.0])
+    h = jax.random.normal(key, (4, 3, 3))
+    ref = np.eye(3)[np.argmax(np.asarray(h), axis=-1)]
+    np.testing.assert_array_equal(aim.hardmax(h), ref)
+    with pytest.raises(ValueError, match="h must have at least 1 axes"):
+        aim.hardmax(jnp.float64(1.0))
+    np.testing.assert_allclose(aim.apply_channel(h, "softmax", beta=2.0), jax.nn.softmax(2.0 * h, axis=-1),
+                               rtol=1e-14)
+    np.testing.assert_array_equal(aim.apply_channel(h, "hardmax"), ref)
+    np.testing.assert_array_equal(aim.apply_channel(h, aim.channels.get("linear")), h)
+    np.testing.assert_allclose(aim.apply_channel(h, lambda m: m @ m), np.asarray(h) @ np.asarray(h), rtol=1e-12)
+
+
+def test_sample_data_noise_and_label_keys(key):
+    """The noise on h has variance noise (diagonal) and noise / 2 (off the diagonal) at noise = 0.5
+    (linear channel: y - h is the noise; 4000 samples, 4 standard errors); a channel that samples
+    its outputs draws them with fold_in(k_label, 1), k_label the third key of split(key, 3)."""
+    S = aim.sample_teacher(jax.random.key(1), 6, 0.5)
+    X, y = aim.sample_data(key, S, n=4000, T=2, channel="linear", noise=0.5)
+    z = np.asarray(y - aim.attention_indices(X, S))
+    for (a, b), var in {(0, 0): 0.5, (1, 1): 0.5, (0, 1): 0.25}.items():
+        v = z[:, a, b].var()
+        assert abs(v - var) < 4 * var * np.sqrt(2 / 4000), (a, b, v)
+    np.testing.assert_allclose(z[:, 0, 1], z[:, 1, 0], atol=1e-12)  # one draw for (a, b) and (b, a)
+    ch = aim.elementwise_channel(jnp.tanh, label_noise=0.1)
+    X, y = aim.sample_data(key, S, n=5, T=2, channel=ch)
+    k_label = jax.random.split(key, 3)[2]
+    expected = ch.sample(jax.random.fold_in(k_label, 1), aim.attention_indices(X, S), 1.0)
+    np.testing.assert_allclose(y, expected, rtol=1e-12, atol=1e-14)
+
+
+def test_deep_checks_name_the_layer_and_the_overflow():
+    """deep_as_aim refuses a non-square layer and a layer of another shape, naming hs[0]'s shape;
+    reports an output that overflowed although its inputs are finite; sample_data(channel="deep")
+    refuses an empty list of layers."""
+    with pytest.raises(ValueError, match=r"hs\[0\] must have the shape"):
+        aim.deep_as_aim([jnp.zeros((2, 3))])
+    with pytest.raises(ValueError, match=r"hs\[1\] must have the shape \(\.\.\., T, T\) of hs\[0\], \(2, 2\)"):
+        aim.deep_as_aim([jnp.zeros((2, 2)), jnp.zeros((3, 3)), jnp.zeros((4, 4))])
+    h = jnp.ones((2, 2))
+    with pytest.raises(ValueError, match="not finite"):
+        aim.deep_as_aim([h, h, h], c=1e200)
+    with pytest.raises(ValueError, match="at least one layer"):
+        aim.sample_data(jax.random.key(0), [], n=3, T=2, channel="deep")
+    Ss = [aim.sample_teacher(jax.random.key(i), d, 0.5) for i, d in enumerate((4, 5, 6))]
+    with pytest.raises(ValueError, match=r"S\[1\] must have the shape of S\[0\], \(4, 4\)"):
+        aim.sample_data(jax.random.key(0), Ss, n=3, T=2, channel="deep")
