@@ -10,7 +10,8 @@ changed by one, ``<`` -> ``>=``, ...); it is *killed* when the tests of its modu
 is tested only against its own test files (``MODULES`` below: the matching tests), stopping at
 the first failure: first without the tests marked ``slow``, then each survivor again with them;
 the mutants run in a copy of the package
-(``mutation/work/tree-K``), so the working tree is never touched, ``--jobs`` modules at a time.
+(``mutation/work/tree-PID-K``: two runs at once never share one), so the working tree is never
+touched, ``--jobs`` modules at a time.
 
 Why cosmic-ray (8.x): it writes each mutant to the file on disk and runs the test command in a
 fresh process, so the functions under ``jax.jit`` or ``functools.lru_cache`` decorators are mutated
@@ -31,6 +32,7 @@ exit status 1 when a mutant survives that the triage does not explain, or a cura
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import queue
@@ -118,10 +120,11 @@ def _env() -> dict:
 
 def _tree(k) -> Path:
     """A fresh copy of the package and its tests, where the mutants are written."""
-    tree = WORK / f"tree-{k}"
+    tree = WORK / f"tree-{os.getpid()}-{k}"
     if tree.exists():
         shutil.rmtree(tree)
     tree.mkdir(parents=True)
+    atexit.register(shutil.rmtree, tree, ignore_errors=True)  # this process's copies go with it
     shutil.copytree(ROOT / "aim_tutorial", tree / "aim_tutorial", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "tests", tree / "tests", ignore=shutil.ignore_patterns("__pycache__", "browser"))
     shutil.copy(ROOT / "pyproject.toml", tree / "pyproject.toml")
