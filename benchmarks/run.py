@@ -207,7 +207,7 @@ def bench_amp(ds, alpha, iters, repeats):
                 expected_exponent="4 at large d: O(n T d^2 + d^3) per iteration with n = alpha d^2", **fit)
 
 
-# The targets of the issue "fast on every device" (issue 19), on 2 CPU cores, float64: the figures of an
+# The reference cases and their targets, on 2 CPU cores, float64: the times of an
 # independent implementation of the same algorithm (small) and of the arithmetic limit (big)
 AMP_TARGETS = {
     "softmax_T3_d150_alpha0.05": dict(warm=0.27, cold=0.45),
