@@ -641,3 +641,34 @@ def test_stieltjes_off_the_axis_is_the_integral_of_the_density(delta, rho):
             total += integrate.quad(part, a, b, args=(np.real,), limit=400, epsabs=1e-13)[0]
             total += 1j * integrate.quad(part, a, b, args=(np.imag,), limit=400, epsabs=1e-13)[0]
         assert abs(Gk - total) < 1e-9, (zk, Gk, total)
+
+
+def test_sample_goe_variances_and_memory(key, monkeypatch):
+    """Z = (A + A^T)/sqrt(2d): off-diagonal variance 1/d, diagonal 2/d (d = 400: 79800 and 400
+    entries, within 4 standard errors); d = 1 is valid; the memory guard counts 2 d^2 entries."""
+    d = 400
+    Z = np.asarray(aim.sample_goe(key, d))
+    off = Z[np.triu_indices(d, 1)]
+    assert abs(off.var() * d - 1) < 4 * np.sqrt(2 / off.size)
+    assert abs(np.diag(Z).var() * d / 2 - 1) < 4 * np.sqrt(2 / d)
+    np.testing.assert_array_equal(Z, Z.T)
+    assert aim.sample_goe(key, 1).shape == (1, 1)
+    monkeypatch.setenv("AIM_MAX_BYTES", str(8 * 2 * 10 * 10))
+    assert aim.sample_goe(key, 10).shape == (10, 10)
+    with pytest.raises(ValueError, match="sample_goe"):
+        aim.sample_goe(key, 11)
+
+
+def test_densities_at_small_scale_and_at_zero():
+    """The semicircle of a small variance (delta = 0.01: height 1/(pi sqrt(delta)) at 0, radius 0.2)
+    against its formula, and 0 outside; Marchenko-Pastur at rho = 1, whose support starts at x = 0,
+    is 0 (not 0/0) there and matches its formula inside."""
+    delta = 0.01
+    x = np.array([-0.3, -0.2, -0.1, 0.0, 0.05, 0.19, 0.2, 0.25])
+    ref = np.where(np.abs(x) < 0.2, np.sqrt(np.clip(4 * delta - x**2, 0, None)) / (2 * np.pi * delta), 0.0)
+    np.testing.assert_allclose(aim.semicircle_density(x, delta), ref, rtol=1e-14, atol=1e-300)
+    assert float(aim.semicircle_density(0.0, delta)) == pytest.approx(1 / (np.pi * np.sqrt(delta)), rel=1e-14)
+    law = aim.marchenko_pastur_density(np.array([0.0, 1.0, 2.0, 4.0, 5.0]), 1.0)
+    np.testing.assert_allclose(law.density, [0.0, np.sqrt(3) / (2 * np.pi), 1 / (2 * np.pi), 0.0, 0.0],
+                               rtol=1e-14, atol=1e-300)
+    assert law.atom == 0.0
