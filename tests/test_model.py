@@ -511,3 +511,38 @@ def test_deep_checks_name_the_layer_and_the_overflow():
     Ss = [aim.sample_teacher(jax.random.key(i), d, 0.5) for i, d in enumerate((4, 5, 6))]
     with pytest.raises(ValueError, match=r"S\[1\] must have the shape of S\[0\], \(4, 4\)"):
         aim.sample_data(jax.random.key(0), Ss, n=3, T=2, channel="deep")
+
+
+def test_shapes_at_the_edges_of_the_checks(key):
+    """Shapes that only a check's exact bound or axis tells apart: batched non-square layers and
+    noise shapes (where axis 1 and axis -2 coincide), negative or fractional sizes, one-axis and
+    scalar inputs of softmax and apply_channel, a 4-axis stack of layers."""
+    with pytest.raises(ValueError, match="shape"):
+        aim.symmetric_noise(key, (2, 3, 4), 0.5)
+    with pytest.raises(ValueError, match=r"shape\[0\]"):
+        aim.symmetric_noise(key, (-1, 2, 2), 0.5)
+    with pytest.raises((ValueError, TypeError), match=r"shape\[0\]"):
+        aim.symmetric_noise(key, (2.5, 2, 2), 0.5)
+    with pytest.raises(ValueError, match=r"hs\[0\]"):
+        aim.deep_as_aim([jnp.zeros((2, 3, 4))])
+    with pytest.raises(ValueError, match=r"hs\[0\]"):
+        aim.deep_as_aim([jnp.zeros(3)])
+    np.testing.assert_allclose(aim.softmax(jnp.array([0.0, 1.0]), 1.0), jax.nn.softmax(jnp.array([0.0, 1.0])))
+    with pytest.raises(ValueError, match="h must have at least 1 axes"):
+        aim.softmax(jnp.float64(1.0), 1.0)
+    h2 = jax.random.normal(key, (3, 3))
+    np.testing.assert_allclose(aim.apply_channel(h2, "softmax"), jax.nn.softmax(h2, axis=-1), rtol=1e-14)
+    with pytest.raises(ValueError, match="h must have at least 2 axes"):
+        aim.apply_channel(jnp.zeros(3), "softmax")
+    # a 4-axis stack of layers: each (T, T) matrix as if alone
+    hs = [jax.random.normal(jax.random.fold_in(key, i), (2, 5, 3, 3)) for i in range(2)]
+    flat = aim.deep_as_aim([h.reshape(10, 3, 3) for h in hs], beta=1.0, c=0.5)
+    np.testing.assert_allclose(aim.deep_as_aim(hs, beta=1.0, c=0.5).reshape(10, 3, 3), flat, rtol=1e-13)
+    # noise on h is added with the noise key (the second of split(key, 3)); none on a deep channel
+    S = aim.sample_teacher(jax.random.key(1), 5, 0.5)
+    X, y = aim.sample_data(key, S, n=7, T=2, channel="linear", noise=0.5)
+    k_noise = jax.random.split(key, 3)[1]
+    np.testing.assert_allclose(y - aim.attention_indices(X, S), aim.symmetric_noise(k_noise, (7, 2, 2), 0.5),
+                               atol=1e-12)
+    with pytest.raises(ValueError, match="noise must be 0"):
+        aim.sample_data(key, [S, S], n=3, T=2, channel="deep", noise=0.5)
