@@ -339,6 +339,16 @@ def test_a_failed_rename_without_hard_links_is_detected(tmp_path, fake_compute, 
 
 def test_ctrl_c_during_the_renames_is_held_until_the_set_is_complete(tmp_path, fake_compute, monkeypatch,
                                                                         capsys):
+    # Python's own Ctrl-C handler, whatever an earlier test in this worker left: a handler that is
+    # neither it nor SIG_DFL receives the held signal instead of a HeldInterrupt (by design)
+    ambient = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _ctrl_c_during_the_renames(tmp_path, capsys, monkeypatch)
+    finally:
+        signal.signal(signal.SIGINT, ambient)
+
+
+def _ctrl_c_during_the_renames(tmp_path, capsys, monkeypatch):
     rp.reproduce("softmax-se", "smoke", out=str(tmp_path), seed=0)
     real, n = os.replace, []
 
