@@ -672,3 +672,15 @@ def test_densities_at_small_scale_and_at_zero():
     np.testing.assert_allclose(law.density, [0.0, np.sqrt(3) / (2 * np.pi), 1 / (2 * np.pi), 0.0, 0.0],
                                rtol=1e-14, atol=1e-300)
     assert law.atom == 0.0
+
+
+def test_scalars_in_python_floats_out():
+    """A scalar argument gives a Python float (a complex for stieltjes), an array argument an
+    array of its shape: the documented return types."""
+    for f in (lambda x: aim.hilbert_transform(x, 0.1, 0.5), lambda x: aim.spectral_density(x, 0.1, 0.5),
+              lambda x: aim.rie_eigenvalues(x, 0.1, 0.5)):
+        assert type(f(1.0)) is float
+        assert np.shape(f(np.array([1.0, 2.0]))) == (2,)
+    assert type(aim.stieltjes(1.0 + 0.5j, 0.1, 0.5)) is complex
+    assert type(aim.spectral_integral(0.1, 0.5)) is float
+    assert np.shape(aim.spectral_integral(np.array([0.1, 0.2]), 0.5)) == (2,)
