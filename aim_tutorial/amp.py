@@ -51,7 +51,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from . import _checks
-from .config import algorithm_dtype
+from .config import algorithm_dtype, compiled_flops
 from .model import sample_teacher
 
 __all__ = [
@@ -325,11 +325,7 @@ class _HalfStep:
 
     def flops(self, X, y, S_hat, *args) -> float:
         """XLA's count of the floating-point operations of one call (its cost analysis)."""
-        total = 0.0
-        for compiled in self._compiled(X, y, S_hat, *args):
-            cost = compiled.cost_analysis()
-            total += float((cost[0] if isinstance(cost, (list, tuple)) else cost)["flops"])
-        return total
+        return float(sum(compiled_flops(c) for c in self._compiled(X, y, S_hat, *args)))
 
     def temp_bytes(self, X, y, S_hat, *args) -> Optional[int]:
         """The temporaries of one call, in bytes: the larger of the two programs' (XLA's memory

@@ -47,6 +47,7 @@ __all__ = [
     "DTYPES",
     "SCALES",
     "algorithm_dtype",
+    "compiled_flops",
     "scale",
     "sizes",
     "spread_devices",
@@ -135,6 +136,25 @@ def spread_devices(count: int, devices=None) -> list:
         raise ValueError("devices must hold at least one device, got none")
     m = max(k for k in range(1, len(devices) + 1) if count % k == 0)
     return devices[:m]
+
+
+def compiled_flops(compiled) -> float:
+    """The floating-point operations of one call of a compiled JAX program, as XLA's cost
+    analysis counts them (``jax.jit(f).lower(*args).compile()``); ``nan`` where the backend
+    gives no count.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from aim_tutorial.config import compiled_flops
+        >>> a = jnp.ones((8, 8))
+        >>> compiled_flops(jax.jit(jnp.matmul).lower(a, a).compile()) >= 2 * 8 ** 3 - 8 ** 2
+        True
+    """
+    cost = compiled.cost_analysis()
+    cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+    if not cost or "flops" not in cost:
+        return float("nan")
+    return float(cost["flops"])
 
 
 def scale() -> str:

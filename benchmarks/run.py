@@ -58,13 +58,6 @@ def _timed(fn, repeats):
     return cold, statistics.median(warm), warm
 
 
-def _flops(jitted, *args):
-    """Floating-point operations of one call of a jitted function, from XLA's cost analysis."""
-    cost = jitted.lower(*args).compile().cost_analysis()
-    cost = cost[0] if isinstance(cost, (list, tuple)) else cost
-    return float(cost["flops"])
-
-
 def matmul_rate(m, k, dtype, repeats):
     """Measured rate (flop/s) of an ``(m, k) @ (k, k)`` matrix product in ``dtype``: the machine's
     limit for the contractions of GAMP-RIE and gradient descent, measured in the same run."""
@@ -240,6 +233,7 @@ def bench_gd(ds, n_init, steps, repeats, dtypes=("float64", "float32")):
     import jax.numpy as jnp
 
     import aim_tutorial as aim
+    from aim_tutorial.config import compiled_flops
     from aim_tutorial.gd import gd_loss, train_gd
 
     rows = []
@@ -261,7 +255,7 @@ def bench_gd(ds, n_init, steps, repeats, dtypes=("float64", "float32")):
             # one student-step: the loss and its gradient (Adam's update is O(d r) more)
             Xc, yc = jnp.asarray(X, dtype), jnp.asarray(y, dtype)
             step = jax.jit(jax.value_and_grad(lambda W, Xc=Xc, yc=yc: gd_loss(W, Xc, yc, channel="softmax")))
-            flops = _flops(step, jnp.zeros((d, r), dtype))
+            flops = compiled_flops(step.lower(jnp.zeros((d, r), dtype)).compile())
             rate = matmul_rate(n * 2, d, dtype, repeats)
             per_step = warm / (n_init * steps)
             rows.append(dict(d=d, n=n, T=2, n_init=n_init, steps=steps, dtype=dtype, cold_s=cold, warm_s=warm,

@@ -174,6 +174,29 @@ def _baseline_seconds(tree: Path, tests) -> float:
     return time.perf_counter() - t0
 
 
+def _survivors(con) -> list:
+    """(job, operator, occurrence, diff) of each mutant of a session that the fast tests missed."""
+    return con.execute(
+        "select m.job_id, m.operator_name, m.occurrence, r.diff from mutation_specs m join work_results r "
+        "on m.job_id = r.job_id where lower(r.worker_outcome) = 'normal' and lower(r.test_outcome) = 'survived'"
+    ).fetchall()
+
+
+def _slow_pass(name: str, survivors, tree: Path, verdicts: dict) -> None:
+    """Each survivor ``(job, operator, occurrence)`` without a verdict, against the module's tests
+    with the slow ones; the verdicts are saved after each, so a stopped pass resumes."""
+    src, tests = MODULES[name]
+    slow_file = WORK / f"{name}.slow.json"
+    slow_cmd = _test_command(tests, "-m slow", fast=False)
+    for job, op, occ in survivors:
+        if job in verdicts:
+            continue
+        out = _mutate_and_test(src, op, occ, slow_cmd, tree)
+        # pytest exits 5 when no test is marked slow: that is a survivor too
+        verdicts[job] = str(out.get("test_outcome") or out.get("worker_outcome")).lower()
+        slow_file.write_text(json.dumps(verdicts))
+
+
 def run_module(name: str, k: int, fresh: bool = False) -> dict:
     """Every mutant of one module in copy ``k``: init and filter (unless a session is there to
     resume), exec with the fast tests, then each survivor against the slow tests."""
@@ -197,18 +220,7 @@ def run_module(name: str, k: int, fresh: bool = False) -> dict:
     # the survivors of the fast tests, again against the tests marked slow (the fast ones passed)
     verdicts = json.loads(slow_file.read_text()) if slow_file.exists() else {}
     con = sqlite3.connect(session)
-    surv = con.execute(
-        "select m.job_id, m.operator_name, m.occurrence from mutation_specs m join work_results r "
-        "on m.job_id = r.job_id where lower(r.worker_outcome) = 'normal' and lower(r.test_outcome) = 'survived'"
-    ).fetchall()
-    slow_cmd = _test_command(tests, "-m slow", fast=False)
-    for job, op, occ in surv:
-        if job in verdicts:
-            continue
-        out = _mutate_and_test(src, op, occ, slow_cmd, tree)
-        # pytest exits 5 when no test is marked slow: that is a survivor too
-        verdicts[job] = str(out.get("test_outcome") or out.get("worker_outcome")).lower()
-        slow_file.write_text(json.dumps(verdicts))
+    _slow_pass(name, [s[:3] for s in _survivors(con)], tree, verdicts)
     seconds = time.perf_counter() - t0
     prev = WORK / f"{name}.time"
     total = seconds + (float(prev.read_text().split()[0]) if prev.exists() and not fresh else 0.0)
@@ -228,12 +240,9 @@ def recheck_module(name: str, k: int) -> dict:
         raise SystemExit(f"{name}: no session to recheck (run: python scripts/mutation.py {name})")
     t0 = time.perf_counter()
     con = sqlite3.connect(session)
-    surv = con.execute(
-        "select m.job_id, m.operator_name, m.occurrence, r.diff from mutation_specs m join work_results r "
-        "on m.job_id = r.job_id where lower(r.worker_outcome) = 'normal' and lower(r.test_outcome) = 'survived'"
-    ).fetchall()
-    fast_cmd, slow_cmd = _test_command(tests), _test_command(tests, "-m slow", fast=False)
-    verdicts, now_killed = {}, 0
+    surv = _survivors(con)
+    fast_cmd = _test_command(tests)
+    still, now_killed = [], 0
     for job, op, occ, diff in surv:
         out = _mutate_and_test(src, op, occ, fast_cmd, tree)
         if _diff_lines(out.get("diff", "")) != _diff_lines(diff or ""):
@@ -243,10 +252,11 @@ def recheck_module(name: str, k: int) -> dict:
             con.execute("update work_results set test_outcome = 'KILLED' where job_id = ?", (job,))
             con.commit()
             now_killed += 1
-            continue
-        out = _mutate_and_test(src, op, occ, slow_cmd, tree)
-        verdicts[job] = str(out.get("test_outcome") or out.get("worker_outcome")).lower()
-    (WORK / f"{name}.slow.json").write_text(json.dumps(verdicts))
+        else:
+            still.append((job, op, occ))
+    verdicts = {}  # the slow verdicts are recomputed for the survivors left
+    (WORK / f"{name}.slow.json").write_text("{}")
+    _slow_pass(name, still, tree, verdicts)
     print(f"{name}: {now_killed} of {len(surv)} survivors now killed by the fast tests, "
           f"{sum(v == 'killed' for v in verdicts.values())} more by the slow ones", flush=True)
     return {"module": name, "seconds": time.perf_counter() - t0, "baseline": float("nan")}
@@ -311,8 +321,12 @@ def _is_equivalent(m: dict, equivalents) -> str | None:
     return None
 
 
+NOTES = "<!-- hand-written notes on the runs below: --report keeps them -->"
+
+
 def report() -> int:
     tri = _triage()
+    notes = REPORT.read_text().split(NOTES, 1)[1] if REPORT.exists() and NOTES in REPORT.read_text() else "\n"
     lines = ["# Mutation testing of the scientific core", "",
              "Made by `python scripts/mutation.py` (cosmic-ray; see its docstring for the operators and",
              "the test files of each module). Kill rate = killed / (mutants - equivalent); timeouts count",
@@ -350,7 +364,7 @@ def report() -> int:
     for m in untriaged:
         lines.append(f"- `{m['module']}` line {m['line']}, {m['operator'].split('/')[-1]}: "
                      f"`{m['old']}` -> `{m['new']}`")
-    REPORT.write_text("\n".join(lines) + "\n")
+    REPORT.write_text("\n".join(lines) + "\n\n" + NOTES + notes)
     print("\n".join(lines))
     return 1 if untriaged else 0
 
