@@ -29,7 +29,7 @@ import pytest
 
 import aim_tutorial as aim
 import aim_tutorial.reproduce  # noqa: F401  (aim.reproduce: the per-instance experiments)
-from aim_tutorial import deep, gd, replica
+from aim_tutorial import deep, gd, replica, rmt_device
 
 from aim_tutorial import state_evolution as se_module
 
@@ -180,6 +180,10 @@ SPECS = [
     ("rie_eigenvalues", aim.rie_eigenvalues, dict(lam=np.linspace(-1, 4, 5), delta=0.5, rho=0.5),
      {"lam": "points", "delta": "pos", "rho": "pos"}),
     ("rie_denoise", aim.rie_denoise, dict(Y=S0, delta=0.5, rho=0.5), {"Y": "sym", "delta": "pos", "rho": "pos"}),
+    # their JAX versions, for GAMP-RIE on the device
+    ("rmt_device.mmse_denoising", rmt_device.mmse_denoising, dict(delta=0.5, rho=0.5), {"delta": "pos", "rho": "pos"}),
+    ("rmt_device.rie_eigenvalues", rmt_device.rie_eigenvalues, dict(lam=np.linspace(-1, 4, 5), delta=0.5, rho=0.5),
+     {"lam": "points", "delta": "pos", "rho": "pos", "outside": "choice"}),
     # the replica chapter (3)
     ("denoising_free_entropy", aim.denoising_free_entropy, dict(q_hat=2.0, rho=0.5, n_nodes=64),
      {"q_hat": "nonneg", "rho": "pos", "n_nodes": "int2"}),
