@@ -3,6 +3,9 @@
     python benchmarks/gamp_targets.py small   # softmax T = 3, d = 150, alpha = 0.05; hardmax T = 2,
                                               # d = 80, alpha = 1: cold and warm (median of 3)
     python benchmarks/gamp_targets.py big     # softmax T = 2, d = 400, alpha = 0.13, 80 iterations
+    python benchmarks/gamp_targets.py batch   # 8 instances at d = 80 (softmax T = 2, alpha = 0.3;
+                                              # hardmax T = 2, alpha = 1): one after another with
+                                              # gamp_rie, and as one program (amp_device.gamp_rie_batch)
 
 Prints one JSON line (``RESULT{...}``): per case the cold time (the first run: compilation and
 the cached tables), the warm time, the iterations, the error and the status. To compare two
@@ -40,6 +43,40 @@ def timed(d, alpha, T, channel, repeats=3, **kw):
                 status=res.status.split(":")[0])
 
 
+def batch(d, alpha, T, channel, B=8, repeats=3):
+    """``B`` instances (seeds 0..B-1) run by ``gamp_rie`` one after another, then as one program by
+    ``gamp_rie_batch`` (same keys: the same results); cold (first) and warm (median) times of each."""
+    import jax.numpy as jnp
+
+    from aim_tutorial.amp_device import gamp_rie_batch
+
+    insts = [aim.make_instance(jax.random.key(s), d, 0.5, alpha, T, channel=channel) for s in range(B)]
+    X, y, S = (jnp.stack([getattr(i, f) for i in insts]) for f in ("X", "y", "S"))
+    keys = [i.key for i in insts]
+
+    def sequential():
+        return [aim.gamp_rie(i.X, i.y, 0.5, channel=channel, S_true=i.S, key=i.key) for i in insts]
+
+    def batched():
+        return gamp_rie_batch(X, y, 0.5, channel=channel, S_true=S, keys=keys)
+
+    out = {}
+    for name, fn in (("sequential", sequential), ("batch", batched)):
+        times = []
+        for _ in range(repeats + 1):
+            t0 = time.perf_counter()
+            res = fn()
+            jax.block_until_ready(res[-1].S_hat)
+            times.append(time.perf_counter() - t0)
+        out[name] = dict(cold=times[0], warm=statistics.median(times[1:]), iters=[int(r.n_iter) for r in res],
+                         errors=[float(r.error) for r in res], status=[r.status.split(":")[0] for r in res])
+    same = all(a == b for a, b in zip(out["sequential"]["iters"], out["batch"]["iters"]))
+    return dict(cold=out["batch"]["cold"], warm=out["batch"]["warm"], seq_cold=out["sequential"]["cold"],
+                seq_warm=out["sequential"]["warm"], speedup=out["sequential"]["warm"] / out["batch"]["warm"],
+                iters=sum(out["batch"]["iters"]), status=f"{B} instances, same iterations: {same}",
+                max_error_diff=max(abs(a - b) for a, b in zip(out["sequential"]["errors"], out["batch"]["errors"])))
+
+
 def main(which):
     if which == "small":
         out = {"softmax_T3_d150_alpha0.05": timed(150, 0.05, 3, "softmax"),
@@ -47,8 +84,11 @@ def main(which):
     elif which == "big":
         out = {"softmax_T2_d400_alpha0.13_80it": timed(400, 0.13, 2, "softmax", repeats=1, max_iter=80,
                                                         tol=1e-300, min_iter=80, patience=10**6)}
+    elif which == "batch":
+        out = {"batch8_softmax_T2_d80_alpha0.3": batch(80, 0.3, 2, "softmax"),
+               "batch8_hardmax_T2_d80_alpha1": batch(80, 1.0, 2, "hardmax", repeats=1)}
     else:
-        raise SystemExit("usage: python benchmarks/gamp_targets.py small|big")
+        raise SystemExit("usage: python benchmarks/gamp_targets.py small|big|batch")
     print("RESULT" + json.dumps(out))
 
 

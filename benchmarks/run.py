@@ -206,6 +206,9 @@ AMP_TARGETS = {
     "softmax_T3_d150_alpha0.05": dict(warm=0.27, cold=0.45),
     "hardmax_T2_d80_alpha1": dict(warm=0.95),
     "softmax_T2_d400_alpha0.13_80it": dict(warm=25.0),
+    # 8 instances as one program (amp_device.gamp_rie_batch) against 8 runs of gamp_rie: warm speed-up
+    "batch8_softmax_T2_d80_alpha0.3": dict(speedup=1.5),
+    "batch8_hardmax_T2_d80_alpha1": dict(speedup=1.5),
 }
 
 
@@ -213,14 +216,15 @@ def bench_amp_targets(quick=False):
     """``benchmarks/gamp_targets.py small`` and ``big`` (``small`` only with ``quick``), each in a
     fresh process (its cold time then includes compilation), with the targets beside them."""
     out = {}
-    for which in ("small",) if quick else ("small", "big"):
+    for which in ("small",) if quick else ("small", "big", "batch"):
         cmd = [sys.executable, os.path.join(HERE, "gamp_targets.py"), which]
         run = subprocess.run(cmd, capture_output=True, text=True, check=True)
         line = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT")][-1]
         out.update(json.loads(line[len("RESULT"):]))
     for name, row in out.items():
         row["target"] = AMP_TARGETS.get(name, {})
-        print(f"  {name}: warm {row['warm']:.3f} s, cold {row['cold']:.3f} s "
+        extra = f", {row['speedup']:.2f}x the sequential runs" if "speedup" in row else ""
+        print(f"  {name}: warm {row['warm']:.3f} s, cold {row['cold']:.3f} s{extra} "
               f"(targets {row['target']})", flush=True)
     return out
 
@@ -356,6 +360,17 @@ def write_markdown(res, path):
             t = r["target"]
             L.append(f"| {name} | {r['iters']} | {r['status']} | {r['warm']:.3f} | {t.get('warm', '')} | "
                      f"{r['cold']:.3f} | {t.get('cold', '')} |")
+        batches = {k: r for k, r in res["amp_targets"].items() if "speedup" in r}
+        if batches:
+            L += ["", "Several instances as one program (`aim_tutorial.amp_device.gamp_rie_batch`, the loop on "
+                  "the device) against the same instances run by `gamp_rie` one after another:", "",
+                  "| case | sequential warm (s) | batch warm (s) | speed-up | target | sequential cold (s) "
+                  "| batch cold (s) | largest difference of the errors |",
+                  "|---|---|---|---|---|---|---|---|"]
+            for name, r in batches.items():
+                L.append(f"| {name} | {r['seq_warm']:.3f} | {r['warm']:.3f} | {r['speedup']:.2f} | "
+                         f"{r['target'].get('speedup', '')} | {r['seq_cold']:.2f} | {r['cold']:.2f} | "
+                         f"{r['max_error_diff']:.1e} |")
     g = res["gd"]
     L += ["", f"## Gradient descent (Adam, lr {g['lr']}, T = 2, alpha = {g['alpha']})", "",
           "Per student-step: the loss and its gradient (XLA's count of operations), their rate, and "

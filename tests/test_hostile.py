@@ -29,7 +29,7 @@ import pytest
 
 import aim_tutorial as aim
 import aim_tutorial.reproduce  # noqa: F401  (aim.reproduce: the per-instance experiments)
-from aim_tutorial import deep, gd, replica, rmt_device
+from aim_tutorial import amp_device, deep, gd, replica, rmt_device
 
 from aim_tutorial import state_evolution as se_module
 
@@ -219,6 +219,11 @@ SPECS = [
     # message passing (chapter 5)
     ("prior_input", aim.prior_input, dict(X=X0, Gamma=np.broadcast_to(OMEGA, (N, 2, 2))),
      {"X": "array", "Gamma": "array"}),
+    ("gamp_rie_batch", amp_device.gamp_rie_batch,
+     dict(X=np.stack([X0, X0]), y=np.stack([YLIN, YLIN]), rho=0.5, channel="linear",
+          options=aim.amp.GampRieOptions(init="mean", max_iter=3)),
+     {"X": "array", "y": "array", "rho": "pos", "channel": "choice", "beta": "pos", "noise": "nonneg",
+      "log_outputs": "bool"}),
     ("gamp_rie", aim.gamp_rie, dict(X=X0, y=YLIN, rho=0.5, channel="linear", key=K, max_iter=3),
      {"X": "array", "y": "array", "rho": "pos", "channel": "choice", "noise": "nonneg", "key": "key",
       "init": "choice", "damping": "fraction", "max_iter": "int1", "tol": "pos", "score": "choice",
@@ -326,7 +331,7 @@ def test_valid_call_succeeds(label, fn, kw):
 
 
 # results that legitimately hold NaN entries (e.g. history of steps not run)
-_MAY_NAN = {"gamp_rie", "train_gd", "train_deep_gd", "gamp_rie_state_evolution", "gamp_rie_start"}
+_MAY_NAN = {"gamp_rie", "gamp_rie_batch", "train_gd", "train_deep_gd", "gamp_rie_state_evolution", "gamp_rie_start"}
 
 
 def _module(fn) -> str:

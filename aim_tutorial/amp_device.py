@@ -1,0 +1,299 @@
+"""GAMP-RIE with the whole loop on the device: many instances as one program.
+
+:func:`aim_tutorial.gamp_rie` runs one instance, its loop in Python: each iteration hands the
+eigenvalues of ``R`` to the host, where :mod:`aim_tutorial.rmt` cleans them and computes
+``mmse_rho(Delta)``, and the host decides whether to stop. :func:`gamp_rie_batch` runs ``B``
+instances of the same sizes (a sweep point: several seeds) as one jitted ``lax.while_loop``:
+the iteration of :func:`aim_tutorial.amp.gamp_rie_step` for every instance at once (``vmap``), the
+RIE and ``mmse_rho`` in JAX (:mod:`aim_tutorial.rmt_device`), and the stopping rules of
+:func:`aim_tutorial.amp.gamp_rie_stop` on the device, each instance frozen at the iteration where
+its own rule fired, the loop ending when every instance has stopped. Nothing goes back to the
+host, except when an effective noise ``Delta`` falls outside the range where
+:mod:`aim_tutorial.rmt_device` is validated (``[1e-12, 1e6]``): that iteration's RIE and
+``mmse_rho`` are then computed by :mod:`aim_tutorial.rmt` (a host callback), so the results are
+those of :func:`aim_tutorial.gamp_rie` whatever ``Delta`` does.
+
+Each instance gets the result :func:`aim_tutorial.gamp_rie` gives it (the same iterates up to
+rounding, ``tests/test_amp_device.py``: errors within 1e-10 in float64), with the same status
+sentence (the host's :func:`~aim_tutorial.amp.gamp_rie_stop` writes it from the last iteration's
+record).
+
+Reference: as :mod:`aim_tutorial.amp`; taught in chapter 5 (``book/05_amp.md``).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _checks
+from . import amp as _amp
+from . import rmt as _rmt_host
+from . import rmt_device as _rd
+
+__all__ = ["gamp_rie_batch"]
+
+# stop codes (0: running); gamp_rie_stop writes the sentence on the host
+_RUNNING, _Q_HAT, _R_NONFINITE, _ESTIMATE, _EXPLODED, _COLLAPSE, _GREW, _CONVERGED, _STALL, _MAX_ITER = range(10)
+_FIELDS = ("error", "mmse_pred", "residual", "q_hat", "delta", "nishimori_ratio", "damping")
+
+
+def _host_denoise(lam, delta, rho, outside):
+    """The RIE and ``mmse_rho`` of every instance on the host (:mod:`aim_tutorial.rmt`): the
+    fallback for a ``Delta`` outside the range of :mod:`aim_tutorial.rmt_device`."""
+    lam, delta = np.asarray(lam, float), np.asarray(delta, float)
+    xi = np.empty_like(lam)
+    c = np.empty(delta.shape)
+    for b in range(delta.shape[0]):
+        xi[b] = _rmt_host.rie_eigenvalues(lam[b], float(delta[b]), rho, outside=outside)
+        c[b] = _rmt_host.mmse_denoising(float(delta[b]), rho)
+    return xi, c
+
+
+@functools.lru_cache(maxsize=32)
+def _program(half_step, options: _amp.GampRieOptions, rho: float, has_truth: bool):
+    """The jitted loop over a batch for one channel setting and one set of options."""
+    o = options
+    max_residual = 100.0 * (1.0 + rho) ** 2
+    stall = o.stall_patience
+
+    def output_half(X, y, S_hat, c, Gamma, omega, V, damp, alpha):
+        return half_step.rest(_amp._quadratic_forms(X, S_hat), X, y, S_hat, c, Gamma, omega, V, damp, alpha)
+
+    def denoise(lam, delta, ok):
+        """Cleaned eigenvalues and mmse of every instance (``ok``: the instances that denoise)."""
+        lam64, delta64 = lam.astype(jnp.float64), jnp.where(ok, delta, 1.0).astype(jnp.float64)
+
+        def device():
+            xi = jax.vmap(lambda lm, dl: _rd.rie_eigenvalues(lm, dl, rho, outside=o.rie_outside))(lam64, delta64)
+            return xi, jax.vmap(lambda dl: _rd.mmse_denoising(dl, rho))(delta64)
+
+        def host():
+            shapes = (jax.ShapeDtypeStruct(lam64.shape, jnp.float64), jax.ShapeDtypeStruct(delta64.shape, jnp.float64))
+            return jax.pure_callback(functools.partial(_host_denoise, rho=rho, outside=o.rie_outside),
+                                     shapes, lam64, delta64)
+
+        out_of_range = jnp.any(ok & ~_rd.in_range(delta64))
+        xi, c = jax.lax.cond(out_of_range, host, device)
+        return xi.astype(lam.dtype), c
+
+    def body(carry):
+        st, X, y, S_ref, alpha = carry
+        active = st["code"] == _RUNNING
+        it = st["it"] + 1
+        damp = jnp.where(st["it"] == 0, 0.0, st["damping"]).astype(X.dtype)
+        omega, V, Gamma, q_hat, lam, O, ratio = jax.vmap(output_half, in_axes=(0, 0, 0, 0, 0, 0, 0, 0, None))(
+            X, y, st["S_hat"], st["c"], st["Gamma"], st["omega"], st["V"], damp, alpha)
+        q_hat, ratio = q_hat.astype(jnp.float64), ratio.astype(jnp.float64)
+        ok_q = jnp.isfinite(q_hat) & (q_hat > 0)
+        ok_R = jnp.all(jnp.isfinite(lam), axis=-1)
+        den = ok_q & ok_R
+        delta = 1.0 / jnp.where(den, q_hat, 1.0)
+        xi, c_new = denoise(lam, delta, active & den)
+        S_new, residual, err, finite = jax.vmap(_amp._prior_step)(O, xi, st["S_hat"], S_ref)
+        residual, err = residual.astype(jnp.float64), err.astype(jnp.float64)
+        est_ok = finite & jnp.isfinite(residual) & jnp.isfinite(c_new)
+        good = den & est_ok
+        # the iteration's bookkeeping, as in gamp_rie_step
+        grow = jnp.where(residual > st["residual"], st["grow"] + 1, 0)
+        damping = st["damping"]
+        if o.adaptive_damping:
+            d = S_new.shape[-1]
+            moved = jnp.sum((S_new - st["S_prev"]) ** 2, axis=(-2, -1)).astype(jnp.float64) / d
+            oscillating = (it >= 2) & (residual > o.tol) & (moved < 0.25 * residual)
+            bump = (damping < _amp.MAX_ADAPTIVE_DAMPING) & ((grow >= 2) | oscillating)
+            damping = jnp.where(bump, jnp.minimum(_amp.MAX_ADAPTIVE_DAMPING, (1.0 + damping) / 2), damping)
+            grow = jnp.where(bump, 0, grow)
+        better = residual < st["best_residual"]
+        best_residual = jnp.where(better, residual, st["best_residual"])
+        best_it = jnp.where(better, it, st["best_it"])
+        # the stopping rules of gamp_rie_stop, in its order
+        code = jnp.full(it.shape, _RUNNING)
+        rules = [
+            (~ok_q, _Q_HAT), (~ok_R, _R_NONFINITE), (~est_ok, _ESTIMATE),
+            (residual > max_residual, _EXPLODED), (~(ratio < o.max_ratio), _COLLAPSE),
+            ((grow >= o.patience) & (residual > 100 * o.tol), _GREW),
+            ((it >= o.min_iter) & (residual < o.tol), _CONVERGED),
+        ]
+        if stall is not None:
+            rules.append(((it >= o.min_iter) & (it - best_it >= stall), _STALL))
+        rules.append((it >= o.max_iter, _MAX_ITER))
+        for cond, value in reversed(rules):  # the first rule that fires wins
+            code = jnp.where(cond, value, code)
+        # the history row (an iteration that denoised leaves one, a finite estimate or not)
+        k = st["k"]
+        row = jnp.stack([err if has_truth else jnp.full_like(err, jnp.nan), c_new, residual, q_hat, delta, ratio,
+                         damp.astype(jnp.float64) * jnp.ones_like(err)], axis=-1)
+        hist = jax.vmap(lambda h, kk, r: jax.lax.dynamic_update_slice(h, r[None], (kk, 0)))(st["hist"], k, row)
+        new = dict(
+            S_hat=jnp.where(good[:, None, None], S_new, st["S_hat"]),
+            c=jnp.where(den, c_new.astype(st["c"].dtype), st["c"]),
+            Gamma=Gamma, omega=omega, V=V,
+            damping=jnp.where(good, damping, st["damping"]),
+            S_prev=jnp.where(good[:, None, None], st["S_hat"], st["S_prev"]),
+            residual=jnp.where(good, residual, st["residual"]),
+            grow=jnp.where(good, grow, st["grow"]),
+            best_residual=jnp.where(good, best_residual, st["best_residual"]),
+            best_it=jnp.where(good, best_it, st["best_it"]),
+            it=it, k=jnp.where(den, k + 1, k), hist=jnp.where(den[:, None, None], hist, st["hist"]), code=code,
+            last=jnp.stack([q_hat, jnp.where(den, delta, jnp.nan), jnp.where(den, c_new, jnp.nan),
+                            jnp.where(den, residual, jnp.nan), jnp.where(den, ratio, jnp.nan)], axis=-1),
+            last_grow=jnp.where(good, grow, 0), last_best=jnp.where(good, best_residual, jnp.inf),
+            last_best_it=jnp.where(good, best_it, 0),
+        )
+        # an instance that has stopped keeps its state
+        st = jax.tree.map(lambda a, b: jnp.where(active.reshape(active.shape + (1,) * (a.ndim - 1)), a, b), new, st)
+        return st, X, y, S_ref, alpha
+
+    @jax.jit
+    def run(st, X, y, S_ref, alpha, floor):
+        """Iterate until at most ``floor`` instances are still running (``floor = 0``: all stopped)."""
+
+        def cond(carry):
+            return jnp.sum(carry[0]["code"] == _RUNNING) > floor
+
+        return jax.lax.while_loop(cond, lambda c: body(c[:5]) + (floor,), (st, X, y, S_ref, alpha, floor))[0]
+
+    return run
+
+
+def _run_compacting(run, st, X, y, S_ref, alpha):
+    """Run the batch, and each time at most half of its instances are still running, go on with
+    those alone, in a batch of the next power of two (padded with copies of one of them, whose
+    results are dropped): an instance that stops early no longer costs an iteration of the
+    slowest. Each batch size is one compiled program (``B``, then powers of two below it).
+    Returns the final state of every instance (NumPy)."""
+    B = X.shape[0]
+    final = {key: np.array(v) for key, v in jax.device_get(st).items()}
+    idx = np.arange(B)  # the instance of each row of the current batch
+    while True:
+        size = X.shape[0]
+        out = jax.device_get(run(st, X, y, S_ref, alpha, size // 2))
+        running = np.flatnonzero(out["code"] == _RUNNING)
+        rows = np.flatnonzero(out["code"] != _RUNNING)
+        seen = set()
+        for r in rows:  # the padding rows are copies: keep the first row of each instance
+            if idx[r] not in seen:
+                seen.add(idx[r])
+                for key in final:
+                    final[key][idx[r]] = out[key][r]
+        running = np.array([r for r in running if idx[r] not in seen], dtype=int)
+        _, first = np.unique(idx[running], return_index=True)
+        running = running[first]
+        if running.size == 0:
+            return final
+        new = 1 << int(np.ceil(np.log2(running.size)))
+        pick = np.concatenate([running, np.full(new - running.size, running[0])])
+        st = jax.tree.map(lambda a: a[pick], out)
+        X, y, S_ref, idx = X[pick], y[pick], S_ref[pick], idx[pick]
+
+
+def gamp_rie_batch(X, y, rho: float, *, channel: str = "softmax", beta: float = 1.0, noise: float = 0.0,
+                   keys=None, S_true=None, score: str = "exact", log_outputs: bool = False,
+                   options: Optional[_amp.GampRieOptions] = None, dtype=None) -> list:
+    """GAMP-RIE on ``B`` instances of the same sizes at once, the whole loop on the device.
+
+    The algorithm, its settings and its stopping rules are those of :func:`aim_tutorial.gamp_rie`
+    (its iteration settings gathered in ``options``, a :class:`~aim_tutorial.amp.GampRieOptions`);
+    each instance stops at its own rule and gets the result :func:`aim_tutorial.gamp_rie` would
+    give it. One jitted program: the first call for a channel setting and sizes compiles it.
+
+    Args:
+        X: tokens of the instances, shape ``(B, n, T, d)``.
+        y: their outputs, shape ``(B, n, T, T)``.
+        rho: width ratio of the prior, ``rho > 0``.
+        channel, beta, noise, score, log_outputs, dtype: as in :func:`aim_tutorial.gamp_rie`.
+        keys: ``B`` ``jax.random`` keys (an array of keys, or a sequence), one per instance, for
+            ``options.init = "prior"`` (the start each gets from :func:`aim_tutorial.gamp_rie` with
+            that key); unused with ``init="mean"``.
+        S_true: the teachers, shape ``(B, d, d)``, only to record the errors.
+        options: the iteration settings (``None``: the defaults, ``GampRieOptions()``).
+
+    Returns:
+        a list of ``B`` :class:`~aim_tutorial.amp.GampRieResult`, in the order of the instances.
+
+    Raises:
+        ValueError, TypeError: as :func:`aim_tutorial.gamp_rie` for each instance, and for ``X``,
+            ``y``, ``keys`` or ``S_true`` whose first axes do not agree.
+
+    Example:
+        >>> import jax, aim_tutorial as aim
+        >>> from aim_tutorial.amp import GampRieOptions
+        >>> from aim_tutorial.amp_device import gamp_rie_batch
+        >>> S = jax.vmap(lambda k: aim.sample_teacher(k, 20, 0.5))(jax.random.split(jax.random.key(0), 3))
+        >>> data = [aim.sample_data(k, s, n=80, T=2) for k, s in zip(jax.random.split(jax.random.key(1), 3), S)]
+        >>> X, y = jax.numpy.stack([a for a, _ in data]), jax.numpy.stack([b for _, b in data])
+        >>> results = gamp_rie_batch(X, y, 0.5, S_true=S, options=GampRieOptions(init="mean"))
+        >>> [r.status.split(":")[0] for r in results]
+        ['converged', 'converged', 'stationary']
+        >>> results[0].n_iter == aim.gamp_rie(X[0], y[0], 0.5, S_true=S[0], init="mean").n_iter
+        True
+    """
+    _checks.real_array("X", X, ndim=4)
+    _checks.real_array("y", y, ndim=4)
+    B = np.shape(X)[0]
+    if np.shape(y)[0] != B:
+        raise ValueError(f"y must hold as many instances as X ({B}), got shape {np.shape(y)}")
+    if S_true is not None:
+        _checks.real_array("S_true", S_true, ndim=3)
+        if np.shape(S_true)[0] != B:
+            raise ValueError(f"S_true must hold as many instances as X ({B}), got shape {np.shape(S_true)}")
+    options = _amp.GampRieOptions() if options is None else options
+    if not isinstance(options, _amp.GampRieOptions):
+        raise _checks.ArgumentTypeError(f"options must be a GampRieOptions, got {type(options).__name__}")
+    if keys is not None:
+        keys = list(keys)
+        if len(keys) != B:
+            raise ValueError(f"keys must hold one key per instance ({B}), got {len(keys)}")
+    # each instance checked and started as gamp_rie does it
+    starts = [_amp.gamp_rie_start(X[b], y[b], rho, channel=channel, beta=beta, noise=noise,
+                                  key=None if keys is None else keys[b],
+                                  S_true=None if S_true is None else S_true[b], score=score,
+                                  log_outputs=log_outputs, options=options, dtype=dtype) for b in range(B)]
+    problems = [p for p, _ in starts]
+    p0 = problems[0]
+    o = p0.options
+    run = _program(p0.half_step, o, p0.rho, p0.has_truth)
+    dt = p0.X.dtype
+    n, T, d = p0.X.shape
+    st = dict(
+        S_hat=jnp.stack([s.S_hat for _, s in starts]), c=jnp.full((B,), o.c_init, dt),
+        Gamma=jnp.zeros((B, n, T, T), dt), omega=jnp.zeros((B, n, T, T), dt), V=jnp.full((B,), o.c_init, dt),
+        damping=jnp.full((B,), o.damping, jnp.float64), residual=jnp.full((B,), jnp.inf),
+        grow=jnp.zeros((B,), int), best_residual=jnp.full((B,), jnp.inf), best_it=jnp.zeros((B,), int),
+        it=jnp.zeros((B,), int), k=jnp.zeros((B,), int), hist=jnp.full((B, o.max_iter, len(_FIELDS)), jnp.nan),
+        code=jnp.zeros((B,), int), last=jnp.full((B, 5), jnp.nan), last_grow=jnp.zeros((B,), int),
+        last_best=jnp.full((B,), jnp.inf), last_best_it=jnp.zeros((B,), int),
+    )
+    st["S_prev"] = st["S_hat"]
+    Xb = jnp.stack([p.X for p in problems])
+    yb = jnp.stack([p.y for p in problems])
+    S_ref = jnp.stack([p.S_ref for p in problems])
+    alpha = jnp.asarray(p0.alpha, dt)
+    with _amp.one_blas_thread():  # the eigendecompositions run on LAPACK: see one_blas_thread
+        out = _run_compacting(run, st, Xb, yb, S_ref, alpha)
+    policy = _amp.GampRieStopPolicy.from_options(o, p0.rho)
+    results = []
+    for b in range(B):
+        k = int(out["k"][b])
+        hist = _amp.GampRieHistory(**{f: np.asarray(out["hist"][b, :k, i], dtype=float) for i, f in enumerate(_FIELDS)})
+        q_hat, delta, c, residual, ratio = (float(v) for v in out["last"][b])
+        code = int(out["code"][b])
+        record = _amp.GampRieRecord(
+            it=int(out["it"][b]), q_hat=q_hat, delta=delta, mmse_pred=c, residual=residual, nishimori_ratio=ratio,
+            damping=float(hist.damping[-1]) if k else 0.0,
+            prior_input_finite=code != _R_NONFINITE, estimate_finite=code != _ESTIMATE,
+            denoised=code not in (_Q_HAT, _R_NONFINITE), grow=int(out["last_grow"][b]),
+            best_residual=float(out["last_best"][b]), best_it=int(out["last_best_it"][b]))
+        status = _amp.gamp_rie_stop(policy, record, hist.residual)
+        if status is None:  # pragma: no cover - the device stopped on a rule the host does not see
+            raise RuntimeError(f"instance {b}: the device stopped (code {code}) where gamp_rie_stop goes on")
+        results.append(_amp.GampRieResult(
+            S_hat=jnp.asarray(out["S_hat"][b]), mmse_pred=float(out["c"][b]),
+            error=float(hist.error[-1]) if k else float("nan"), converged=status == "converged",
+            diverged=status.startswith("diverged"), n_iter=int(out["it"][b]), status=status, history=hist))
+    return results
