@@ -29,6 +29,7 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from . import _checks
 from . import amp as _amp
@@ -161,40 +162,49 @@ def _program(half_step, options: _amp.GampRieOptions, rho: float, has_truth: boo
     return run
 
 
-def _run_compacting(run, st, X, y, S_ref, alpha):
+def _run_compacting(run, st, X, y, S_ref, alpha, devices):
     """Run the batch, and each time at most half of its instances are still running, go on with
     those alone, in a batch of the next power of two (padded with copies of one of them, whose
     results are dropped): an instance that stops early no longer costs an iteration of the
     slowest. Each batch size is one compiled program (``B``, then powers of two below it).
-    Returns the final state of every instance (NumPy)."""
+    With several ``devices`` the batch is a multiple of their number, its instances split over
+    them (``jax.sharding``: a mesh over the instance axis). Returns the final state of every
+    instance (NumPy)."""
+    m = len(devices)
+    mesh = Mesh(np.asarray(devices), ("instances",)) if m > 1 else None
     B = X.shape[0]
     final = {key: np.array(v) for key, v in jax.device_get(st).items()}
     idx = np.arange(B)  # the instance of each row of the current batch
+    rows = np.arange(B)
     while True:
-        size = X.shape[0]
-        out = jax.device_get(run(st, X, y, S_ref, alpha, size // 2))
-        running = np.flatnonzero(out["code"] == _RUNNING)
-        rows = np.flatnonzero(out["code"] != _RUNNING)
-        seen = set()
-        for r in rows:  # the padding rows are copies: keep the first row of each instance
-            if idx[r] not in seen:
-                seen.add(idx[r])
+        # pad to a multiple of the devices with copies of the first row
+        size = -(-rows.size // m) * m
+        pick = np.concatenate([rows, np.full(size - rows.size, rows[0])])
+        st, X, y, S_ref, idx = jax.tree.map(lambda a: a[pick], st), X[pick], y[pick], S_ref[pick], idx[pick]
+        if mesh is not None:
+            split = NamedSharding(mesh, PartitionSpec("instances"))
+            st, X, y, S_ref = jax.device_put((st, X, y, S_ref), split)
+            alpha = jax.device_put(alpha, NamedSharding(mesh, PartitionSpec()))
+        floor = size // 2 if size > m else 0  # a batch of m rows cannot shrink: run it to the end
+        out = jax.device_get(run(st, X, y, S_ref, alpha, floor))
+        stopped = set()
+        for r in np.flatnonzero(out["code"] != _RUNNING):  # copies: the first row of each instance
+            if idx[r] not in stopped:
+                stopped.add(idx[r])
                 for key in final:
                     final[key][idx[r]] = out[key][r]
-        running = np.array([r for r in running if idx[r] not in seen], dtype=int)
+        running = [r for r in np.flatnonzero(out["code"] == _RUNNING) if idx[r] not in stopped]
         _, first = np.unique(idx[running], return_index=True)
-        running = running[first]
-        if running.size == 0:
+        rows = np.asarray(running, dtype=int)[first]
+        if rows.size == 0:
             return final
-        new = 1 << int(np.ceil(np.log2(running.size)))
-        pick = np.concatenate([running, np.full(new - running.size, running[0])])
-        st = jax.tree.map(lambda a: a[pick], out)
-        X, y, S_ref, idx = X[pick], y[pick], S_ref[pick], idx[pick]
+        rows = np.concatenate([rows, np.full((1 << int(np.ceil(np.log2(rows.size)))) - rows.size, rows[0])])
+        st = out
 
 
 def gamp_rie_batch(X, y, rho: float, *, channel: str = "softmax", beta: float = 1.0, noise: float = 0.0,
                    keys=None, S_true=None, score: str = "exact", log_outputs: bool = False,
-                   options: Optional[_amp.GampRieOptions] = None, dtype=None) -> list:
+                   options: Optional[_amp.GampRieOptions] = None, dtype=None, devices=None) -> list:
     """GAMP-RIE on ``B`` instances of the same sizes at once, the whole loop on the device.
 
     The algorithm, its settings and its stopping rules are those of :func:`aim_tutorial.gamp_rie`
@@ -212,6 +222,10 @@ def gamp_rie_batch(X, y, rho: float, *, channel: str = "softmax", beta: float = 
             that key); unused with ``init="mean"``.
         S_true: the teachers, shape ``(B, d, d)``, only to record the errors.
         options: the iteration settings (``None``: the defaults, ``GampRieOptions()``).
+        devices: the JAX devices the instances are split over (``None``: every visible device,
+            :func:`jax.devices`; on several hosts every device of every host, after
+            :func:`jax.distributed.initialize`). The batch is padded to a multiple of their
+            number (copies whose results are dropped); one device gives the same numbers.
 
     Returns:
         a list of ``B`` :class:`~aim_tutorial.amp.GampRieResult`, in the order of the instances.
@@ -274,8 +288,11 @@ def gamp_rie_batch(X, y, rho: float, *, channel: str = "softmax", beta: float = 
     yb = jnp.stack([p.y for p in problems])
     S_ref = jnp.stack([p.S_ref for p in problems])
     alpha = jnp.asarray(p0.alpha, dt)
+    devices = list(jax.devices() if devices is None else devices)
+    if not devices or not all(isinstance(dv, jax.Device) for dv in devices):
+        raise _checks.ArgumentTypeError(f"devices must be a non-empty sequence of JAX devices, got {devices!r}")
     with _amp.one_blas_thread():  # the eigendecompositions run on LAPACK: see one_blas_thread
-        out = _run_compacting(run, st, Xb, yb, S_ref, alpha)
+        out = _run_compacting(run, st, Xb, yb, S_ref, alpha, devices)
     policy = _amp.GampRieStopPolicy.from_options(o, p0.rho)
     results = []
     for b in range(B):

@@ -302,10 +302,11 @@ def rie_eigenvalues(lam, delta, rho, outside: str = "edge"):
     _checks.one_of("outside", outside, ("edge", "continuation"))
     lam = jnp.asarray(lam, float)
     s = jnp.sqrt(rho)
-    G = _g_shifted(lam - s, delta, s)
-    bulk = lam - 2.0 * delta * G.real
     if outside == "continuation":
-        return bulk
+        return lam - 2.0 * delta * _g_shifted(lam - s, delta, s).real
+    # the edge rule reads G on the support only: the complex root of the cubic suffices
+    G = _g_on_support(lam - s, delta, s)
+    bulk = lam - 2.0 * delta * G.real
     E, gap = _edges(delta, s)
     inside = ((lam > E[0, 0]) & (lam < E[0, 1])) | (gap & (lam > E[1, 0]) & (lam < E[1, 1]))
     inside = inside & (G.imag > 0)  # within rounding of an edge the roots come out real

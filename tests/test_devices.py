@@ -1,5 +1,5 @@
-"""Students spread over several devices (``train_gd``/``train_deep_gd``, ``devices=``): the same
-numbers as on one device. Run on a CPU with four host devices forced by ``XLA_FLAGS``, in a
+"""Students spread over several devices (``train_gd``/``train_deep_gd``, ``devices=``), and GAMP-RIE
+instances (``amp_device.gamp_rie_batch``): the same numbers as on one device. Run on a CPU with four host devices forced by ``XLA_FLAGS``, in a
 fresh process (the flag must be set before JAX starts)."""
 
 from __future__ import annotations
@@ -44,6 +44,18 @@ d4 = aim.deep.train_deep_gd(k3, Xd, yd, [0.5, 0.5], n_init=4, steps=40, S_true=S
 out["deep_devices"] = [len(d1.W[0].sharding.device_set), len(d4.W[0].sharding.device_set)]
 out["deep_diff"] = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
                        for a, b in ((d1.S_hat, d4.S_hat), (d1.loss, d4.loss)))
+# GAMP-RIE instances over the devices: 6 instances on 4 devices (padded to 8), and on one
+from aim_tutorial.amp import GampRieOptions
+from aim_tutorial.amp_device import gamp_rie_batch
+insts = [aim.make_instance(k, 14, 0.5, 0.3, 2) for k in jax.random.split(k1, 6)]
+Xg, yg, Sg = (np.stack([getattr(i, f) for i in insts]) for f in ("X", "y", "S"))
+opts = GampRieOptions(init="mean", max_iter=30)
+g1 = gamp_rie_batch(Xg, yg, 0.5, S_true=Sg, options=opts, devices=jax.devices()[:1])
+g4 = gamp_rie_batch(Xg, yg, 0.5, S_true=Sg, options=opts)
+out["gamp_iters"] = [[r.n_iter for r in g1], [r.n_iter for r in g4]]
+out["gamp_status"] = [r.status == q.status for r, q in zip(g1, g4)]
+out["gamp_diff"] = max(max(float(np.max(np.abs(np.asarray(a.S_hat) - np.asarray(b.S_hat)))),
+                           float(np.max(np.abs(a.history.error - b.history.error)))) for a, b in zip(g1, g4))
 print("RESULT" + json.dumps(out))
 """
 
@@ -74,3 +86,6 @@ def test_students_on_four_devices_give_the_numbers_of_one():
     # rounding of a matrix product blocked differently for 2 students a device instead of 8
     assert out["gd_diff"] <= 1e-12 * max(1.0, out["gd_scale"]), out
     assert out["deep_diff"] <= 1e-12, out
+    # GAMP-RIE instances split over the devices: the same iterations, statuses and numbers
+    assert out["gamp_iters"][0] == out["gamp_iters"][1] and all(out["gamp_status"]), out
+    assert out["gamp_diff"] <= 1e-12, out
