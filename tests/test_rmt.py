@@ -684,3 +684,92 @@ def test_scalars_in_python_floats_out():
     assert type(aim.stieltjes(1.0 + 0.5j, 0.1, 0.5)) is complex
     assert type(aim.spectral_integral(0.1, 0.5)) is float
     assert np.shape(aim.spectral_integral(np.array([0.1, 0.2]), 0.5)) == (2,)
+
+
+# ----------------------------------------------------------------------------------------------
+# the roots against mpmath (60 digits, 3000 bits of extra precision for roots 1e300 apart): the
+# companion matrix with Newton steps, and below delta = 1e-20 the scaled and deflated cubic and the
+# Newton polygon of the quartic. Measured: 6e-16 relative for every root away from the edges.
+# ----------------------------------------------------------------------------------------------
+
+mpmath = pytest.importorskip("mpmath")
+_DELTAS_ALL = [1e-300, 1e-100, 1e-40, 1e-22, 3e-21, 1e-19, 1e-12, 1e-6, 0.3, 5.0, 1e4]
+
+
+def _mp_roots(coeffs):
+    with mpmath.workdps(60):
+        return [complex(r) for r in mpmath.polyroots([mpmath.mpmathify(c) for c in coeffs], maxsteps=3000,
+                                                     extraprec=3000)]
+
+
+@pytest.mark.parametrize("delta", _DELTAS_ALL)
+def test_cubic_roots_match_high_precision(delta):
+    """Every root of the cubic, at real and complex w off the edges, to 1e-14 relative."""
+    worst = 0.0
+    for rho in (0.25, 0.5, 1.0, 2.0):
+        s = np.sqrt(rho)
+        for w in (-3.0, -1.0, -s + 1e-3, -0.2, 0.5, 1.5, 4.7, 1e3, 2.0 + 0.5j, -1.0 + 1e-3j, 0.3 - 2j):
+            r = rmt._cubic_roots(np.array([w]), delta, s)[0]
+            ref = _mp_roots([delta, -(s + w + delta * s), w * s + 1, -s])
+            for x in ref:
+                worst = max(worst, np.min(np.abs(r - x)) / abs(x))
+            # and no root twice (each root of the reference has its own)
+            assert len({int(np.argmin(np.abs(r - x))) for x in ref}) == 3
+    assert worst <= 1e-14, worst
+
+
+@pytest.mark.parametrize("delta", _DELTAS_ALL)
+def test_G_on_the_real_axis_is_the_physical_root(delta):
+    """G(x - i0) against the root that the rule picks among the high-precision roots: on the
+    support the one with the largest imaginary part (Im G = pi mu > 0), off it the real root with
+    z'(G) < 0 that continues 1/x (z' evaluated in 60 digits)."""
+    for rho in (0.25, 0.5, 2.0):
+        s = np.sqrt(rho)
+        edges = rmt.support_edges(delta, rho)
+        lo, hi = edges[0][0], edges[-1][1]
+        xs = [lo - 1.0, lo - 1e-3, 0.5 * (lo + hi), 0.9 * hi + 0.1 * lo, hi + 1e-3, hi + 2.0]
+        xs += [a + 0.3 * (b - a) for a, b in edges]
+        got = rmt._G_real_axis(np.array(xs) - s, delta, s)
+        for x, g in zip(xs, got):
+            w = x - s
+            ref = _mp_roots([delta, -(s + w + delta * s), w * s + 1, -s])
+            cut = [r for r in ref if abs(r.imag) > 1e-13 * abs(r)]
+            if cut:
+                want = max(cut, key=lambda r: r.imag)
+            else:
+                with mpmath.workdps(60):
+                    zp = [float(-1 / mpmath.mpf(r.real) ** 2 + mpmath.mpf(s) ** 2 / (mpmath.mpf(s) - mpmath.mpf(r.real)) ** 2
+                                + mpmath.mpf(delta)) for r in ref]
+                want = ref[int(np.argmin(zp))].real
+            assert abs(g - want) <= 1e-12 * abs(want), (rho, x, g, want)
+
+
+@pytest.mark.parametrize("delta", [1e-300, 1e-60, 1e-25, 1e-21, 1e-12, 0.3, 5.0])
+def test_edges_are_the_critical_values_of_high_precision_critical_points(delta):
+    """The support's edges (and G there) from the real roots of the quartic z'(g) = 0 computed in
+    60 digits: the Newton polygon below delta = 1e-20, np.roots above."""
+    for rho in (0.25, 0.5, 1.5):
+        s = np.sqrt(rho)
+        q = _mp_roots([delta, -2 * delta * s, delta * s * s + s * s - 1, 2 * s, -s * s])
+        real = sorted(r.real for r in q if abs(r.imag) <= 1e-12 * abs(r))
+        g1, g2 = max(g for g in real if g < 0), min(g for g in real if 0 < g < s)
+        got = rmt._edges_x(delta, s)
+        ga, gb = got[0][2], got[-1][3]
+        assert abs(ga - g1) <= 1e-13 * abs(g1) and abs(gb - g2) <= 1e-13 * abs(g2), (rho, got, g1, g2)
+        with mpmath.workdps(60):
+            def x_of(g):
+                g = mpmath.mpf(g)
+                return float(1 / g + mpmath.mpf(s) ** 2 / (mpmath.mpf(s) - g) + mpmath.mpf(delta) * g)
+        assert abs(got[0][0] - x_of(g1)) <= 1e-13 * max(1.0, abs(got[0][0]))
+        assert abs(got[-1][1] - x_of(g2)) <= 1e-13 * max(1.0, abs(got[-1][1]))
+
+
+def test_zprime_is_the_derivative_of_the_inverse_function():
+    """z'(G) of z(G) = 1/G + s^2/(s - G) + delta G, against central differences (it decides the
+    physical root off the support and the gaps of the support)."""
+    s, delta = np.sqrt(0.5), 0.3
+    G = np.array([-2.0, -0.3, 0.2, 0.5, 1.3, 4.0])
+    h = 1e-6 * np.maximum(1.0, np.abs(G))
+    z = lambda g: 1.0 / g + s * s / (s - g) + delta * g  # noqa: E731
+    fd = (z(G + h) - z(G - h)) / (2 * h)
+    np.testing.assert_allclose(rmt._zprime(G, delta, s), fd, rtol=1e-7)
