@@ -74,6 +74,7 @@ from .counting import alpha_scale, dof_fraction
 
 __all__ = [
     "amp_run",
+    "amp_runs",
     "deep_data_set",
     "gd_data_set",
     "FIGURES",
@@ -275,6 +276,42 @@ def amp_run(key, d: int, rho: float, alpha: float, T: int = 2, *, channel="softm
                 wall_s=time.perf_counter() - t0)
 
 
+def amp_runs(keys, d: int, rho: float, alpha: float, T: int = 2, *, channel="softmax", batch=None,
+             **options) -> list:
+    """:func:`amp_run` on the instances of ``keys`` (one dict each, in their order).
+
+    ``batch=True`` runs them as one program (:func:`aim_tutorial.amp_device.gamp_rie_batch`, the loop
+    on the device, the instances split over every visible device; the same results up to
+    rounding, ``wall_s`` the batch's time over the instances); ``False`` one after another;
+    ``None`` (default) batches when there is more than one device or an accelerator (GPU, TPU),
+    where it pays: on one CPU the two take about the same time and the batch compiles more.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    keys = list(keys)
+    if not keys:
+        raise ValueError("keys must hold at least one jax.random key, got none")
+    if batch is None:
+        batch = len(jax.devices()) > 1 or jax.default_backend() != "cpu"
+    batch = _checks.boolean("batch", batch)
+    if not batch:
+        return [amp_run(k, d, rho, alpha, T, channel=channel, **options) for k in keys]
+    from . import model
+    from .amp import GampRieOptions
+    from .amp_device import gamp_rie_batch
+
+    insts = [model.make_instance(k, d, rho, alpha, T, channel=channel) for k in keys]
+    X, y, S = (jnp.stack([getattr(inst, f) for inst in insts]) for f in ("X", "y", "S"))
+    t0 = time.perf_counter()
+    res = gamp_rie_batch(X, y, rho, channel=channel, keys=[inst.key for inst in insts], S_true=S,
+                         options=GampRieOptions(**options))
+    wall = (time.perf_counter() - t0) / len(keys)
+    return [dict(error=float(r.error), mmse_pred=float(r.mmse_pred), n_iter=int(r.n_iter),
+                 converged=bool(r.converged), diverged=bool(r.diverged), status=r.status, n=inst.n, wall_s=wall)
+            for r, inst in zip(res, insts)]
+
+
 def gd_data_set(key, d: int, rho: float, alpha: float, T: int, *, n_init: int, steps: int, lr: float) -> dict:
     """``n_init`` students trained by full-batch Adam on one instance (:func:`aim_tutorial.make_instance`).
 
@@ -326,12 +363,16 @@ def _amp_points(sz, seed, progress, channel, scores_se):
     rho, d, T = sz["rho"], sz["d"], 2
     alphas = np.asarray(sz["alphas"], dtype=float)
     rows = []
-    pts = [(i, a, s) for i, a in enumerate(alphas) for s in range(sz["seeds"])]
-    for i, a, s in _tqdm(pts, progress, f"GAMP-RIE {channel}, d={d}"):
+    # the seeds of one alpha together: one program over every device where there are several
+    # (amp_runs), one after another on a single CPU
+    for i, a in _tqdm(list(enumerate(alphas)), progress, f"GAMP-RIE {channel}, d={d}"):
         # hardmax: adaptive damping from 0, as in chapter 5 (half damping is slower at large alpha)
         damp = dict(damping=0.0, adaptive_damping=True, tol=1e-6) if channel == "hardmax" else {}
-        r = amp_run(_key(seed, i, s), d, rho, a, T, channel=channel, max_iter=sz["max_iter"], **damp)
-        rows.append((1, a, s, r["error"], float(r["converged"]), float(r["diverged"]), r["n_iter"], r["wall_s"]))
+        runs = amp_runs([_key(seed, i, s) for s in range(sz["seeds"])], d, rho, a, T, channel=channel,
+                        max_iter=sz["max_iter"], **damp)
+        for s, r in enumerate(runs):
+            rows.append((1, a, s, r["error"], float(r["converged"]), float(r["diverged"]), r["n_iter"],
+                         r["wall_s"]))
     a_line = np.linspace(0.0, alphas.max() * 1.1, sz["n_line"])
     for code, score in scores_se:
         kw = dict(score=score) if channel == "hardmax" else {}

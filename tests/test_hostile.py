@@ -234,6 +234,9 @@ SPECS = [
     ("amp_run", aim.reproduce.amp_run, dict(key=K, d=D, rho=0.5, alpha=0.3, T=2, max_iter=3),
      {"key": "key", "d": "int1", "rho": "pos", "alpha": "pos", "T": "int1", "channel": "choice",
       "max_iter": "int1", "damping": "fraction"}),
+    ("amp_runs", aim.reproduce.amp_runs, dict(keys=[K, K], d=D, rho=0.5, alpha=0.3, T=2, batch=True, max_iter=3),
+     {"d": "int1", "rho": "pos", "alpha": "pos", "T": "int1", "channel": "choice", "max_iter": "int1",
+      "damping": "fraction"}),
     ("gd_data_set", aim.reproduce.gd_data_set, dict(key=K, d=D, rho=0.5, alpha=0.3, T=2, n_init=2, steps=2,
                                                      lr=0.1),
      {"key": "key", "d": "int1", "rho": "pos", "alpha": "pos", "T": "int1", "steps": "int1", "lr": "pos"}),
@@ -331,7 +334,7 @@ def test_valid_call_succeeds(label, fn, kw):
 
 
 # results that legitimately hold NaN entries (e.g. history of steps not run)
-_MAY_NAN = {"gamp_rie", "gamp_rie_batch", "train_gd", "train_deep_gd", "gamp_rie_state_evolution", "gamp_rie_start"}
+_MAY_NAN = {"gamp_rie", "gamp_rie_batch", "amp_runs", "train_gd", "train_deep_gd", "gamp_rie_state_evolution", "gamp_rie_start"}
 
 
 def _module(fn) -> str:

@@ -556,3 +556,18 @@ def test_a_failed_run_removes_the_directories_it_created(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError):
         rp.reproduce("softmax-se", "smoke", out=str(tmp_path / "a" / "b"))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_amp_runs_batch_gives_the_runs_one_after_another():
+    """The seeds of one alpha as one program (what a sweep does with several devices) or one after
+    another: the same iterations, statuses and errors (to rounding)."""
+    import jax
+
+    from aim_tutorial.reproduce import amp_runs
+
+    keys = [jax.random.key(i) for i in range(3)]
+    one = amp_runs(keys, 16, 0.5, 0.3, 2, batch=False, max_iter=30)
+    together = amp_runs(keys, 16, 0.5, 0.3, 2, batch=True, max_iter=30)
+    for a, b in zip(one, together):
+        assert (a["n_iter"], a["status"], a["n"]) == (b["n_iter"], b["status"], b["n"])
+        assert abs(a["error"] - b["error"]) <= 1e-9 and abs(a["mmse_pred"] - b["mmse_pred"]) <= 1e-9
