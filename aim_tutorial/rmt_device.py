@@ -20,9 +20,11 @@ on a GPU, with no trip to the host. The same formulas (chapter 2, ``book/02_rand
   ``s^3 / (s - g_c)^2`` off it (the rule ``outside="edge"`` of
   :func:`aim_tutorial.rmt.rie_eigenvalues`);
 * ``mmse_rho(delta)``: ``delta - (4 pi^2/3) delta^2 int mu^3`` for ``delta <= 1``,
-  ``1 - int mu (xi - s)^2`` above, by a fixed composite Gauss-Legendre rule after the
-  substitution ``x = a + (b - a)(1 - cos t)/2``; the slope ``(2 rho - rho^2) delta`` below
-  ``delta = 1e-9`` and the large-``delta`` expansion above ``1e6 max(1, 1/rho)``, as in
+  ``1 - int mu (xi - s)^2`` above, the support cut at the points where the density is not
+  smooth on its own scale (the neck of a gap that has closed or is about to open, and ``x = 0``
+  for ``rho <= 1``) and each piece integrated by the tanh-sinh rule (Takahasi and Mori, Publ.
+  RIMS 9 (1974)); the slope ``(2 rho - rho^2) delta`` below ``delta = 1e-9`` and the
+  large-``delta`` expansion above ``1e6 max(1, 1/rho)``, as in
   :func:`aim_tutorial.rmt.mmse_denoising`.
 
 Float64 throughout (the RIE cancels ``log10(delta)`` digits in ``lambda - 2 delta h``). The
