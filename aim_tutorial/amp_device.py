@@ -150,7 +150,6 @@ def _program(half_step, options: _amp.GampRieOptions, rho: float, has_truth: boo
         st = jax.tree.map(lambda a, b: jnp.where(active.reshape(active.shape + (1,) * (a.ndim - 1)), a, b), new, st)
         return st, X, y, S_ref, alpha
 
-    @jax.jit
     def run(st, X, y, S_ref, alpha, floor):
         """Iterate until at most ``floor`` instances are still running (``floor = 0``: all stopped)."""
 
@@ -160,6 +159,19 @@ def _program(half_step, options: _amp.GampRieOptions, rho: float, has_truth: boo
         return jax.lax.while_loop(cond, lambda c: body(c[:5]) + (floor,), (st, X, y, S_ref, alpha, floor))[0]
 
     return run
+
+
+@functools.lru_cache(maxsize=32)
+def _runner(loop, devices: tuple):
+    """The loop jitted for one device, or for several: under ``shard_map`` each device runs its own
+    loop over its own instances (no communication between devices inside the loop; a collective
+    in the loop's condition hung XLA's forced host devices on 2 cores)."""
+    if len(devices) == 1:
+        return jax.jit(loop)
+    mesh = Mesh(np.asarray(devices), ("instances",))
+    split, whole = PartitionSpec("instances"), PartitionSpec()
+    return jax.jit(jax.shard_map(loop, mesh=mesh, in_specs=(split, split, split, split, whole, whole),
+                                 out_specs=split, check_vma=False))
 
 
 def _run_compacting(run, st, X, y, S_ref, alpha, devices):
@@ -185,8 +197,9 @@ def _run_compacting(run, st, X, y, S_ref, alpha, devices):
             split = NamedSharding(mesh, PartitionSpec("instances"))
             st, X, y, S_ref = jax.device_put((st, X, y, S_ref), split)
             alpha = jax.device_put(alpha, NamedSharding(mesh, PartitionSpec()))
-        floor = size // 2 if size > m else 0  # a batch of m rows cannot shrink: run it to the end
-        out = jax.device_get(run(st, X, y, S_ref, alpha, floor))
+        # each device stops when at most half of its rows run (a batch of m rows cannot shrink)
+        floor = (size // m) // 2 if size > m else 0
+        out = jax.device_get(run(st, X, y, S_ref, alpha, jnp.asarray(floor)))
         stopped = set()
         for r in np.flatnonzero(out["code"] != _RUNNING):  # copies: the first row of each instance
             if idx[r] not in stopped:
@@ -222,10 +235,14 @@ def gamp_rie_batch(X, y, rho: float, *, channel: str = "softmax", beta: float = 
             that key); unused with ``init="mean"``.
         S_true: the teachers, shape ``(B, d, d)``, only to record the errors.
         options: the iteration settings (``None``: the defaults, ``GampRieOptions()``).
-        devices: the JAX devices the instances are split over (``None``: every visible device,
-            :func:`jax.devices`; on several hosts every device of every host, after
-            :func:`jax.distributed.initialize`). The batch is padded to a multiple of their
-            number (copies whose results are dropped); one device gives the same numbers.
+        devices: the JAX devices the instances are split over (``None``: every visible
+            accelerator, :func:`jax.devices`, on several hosts every device of every host after
+            :func:`jax.distributed.initialize`; on a CPU the first device only, since host
+            devices forced with ``XLA_FLAGS`` share the same cores). The batch is padded to a
+            multiple of their number (copies whose results are dropped); each device runs its own
+            loop over its instances (``shard_map``); one device gives the same numbers. On four
+            forced host devices (jax 0.10.2, 2 cores) the program ran at ``d <= 32`` and hung at
+            ``d = 40``: pass several CPU devices only to test the split at small sizes.
 
     Returns:
         a list of ``B`` :class:`~aim_tutorial.amp.GampRieResult`, in the order of the instances.
@@ -271,7 +288,7 @@ def gamp_rie_batch(X, y, rho: float, *, channel: str = "softmax", beta: float = 
     problems = [p for p, _ in starts]
     p0 = problems[0]
     o = p0.options
-    run = _program(p0.half_step, o, p0.rho, p0.has_truth)
+    loop = _program(p0.half_step, o, p0.rho, p0.has_truth)
     dt = p0.X.dtype
     n, T, d = p0.X.shape
     st = dict(
@@ -288,11 +305,13 @@ def gamp_rie_batch(X, y, rho: float, *, channel: str = "softmax", beta: float = 
     yb = jnp.stack([p.y for p in problems])
     S_ref = jnp.stack([p.S_ref for p in problems])
     alpha = jnp.asarray(p0.alpha, dt)
-    devices = list(jax.devices() if devices is None else devices)
+    if devices is None:
+        devices = jax.devices()[:1] if jax.default_backend() == "cpu" else jax.devices()
+    devices = list(devices)
     if not devices or not all(isinstance(dv, jax.Device) for dv in devices):
         raise _checks.ArgumentTypeError(f"devices must be a non-empty sequence of JAX devices, got {devices!r}")
     with _amp.one_blas_thread():  # the eigendecompositions run on LAPACK: see one_blas_thread
-        out = _run_compacting(run, st, Xb, yb, S_ref, alpha, devices)
+        out = _run_compacting(_runner(loop, tuple(devices)), st, Xb, yb, S_ref, alpha, devices)
     policy = _amp.GampRieStopPolicy.from_options(o, p0.rho)
     results = []
     for b in range(B):

@@ -283,8 +283,8 @@ def amp_runs(keys, d: int, rho: float, alpha: float, T: int = 2, *, channel="sof
     ``batch=True`` runs them as one program (:func:`aim_tutorial.amp_device.gamp_rie_batch`, the loop
     on the device, the instances split over every visible device; the same results up to
     rounding, ``wall_s`` the batch's time over the instances); ``False`` one after another;
-    ``None`` (default) batches when there is more than one device or an accelerator (GPU, TPU),
-    where it pays: on one CPU the two take about the same time and the batch compiles more.
+    ``None`` (default) batches on an accelerator (GPU, TPU), where it pays: on a CPU the two take
+    about the same time and the batch compiles more.
     """
     import jax
     import jax.numpy as jnp
@@ -293,7 +293,7 @@ def amp_runs(keys, d: int, rho: float, alpha: float, T: int = 2, *, channel="sof
     if not keys:
         raise ValueError("keys must hold at least one jax.random key, got none")
     if batch is None:
-        batch = len(jax.devices()) > 1 or jax.default_backend() != "cpu"
+        batch = jax.default_backend() != "cpu"
     batch = _checks.boolean("batch", batch)
     if not batch:
         return [amp_run(k, d, rho, alpha, T, channel=channel, **options) for k in keys]
@@ -363,8 +363,8 @@ def _amp_points(sz, seed, progress, channel, scores_se):
     rho, d, T = sz["rho"], sz["d"], 2
     alphas = np.asarray(sz["alphas"], dtype=float)
     rows = []
-    # the seeds of one alpha together: one program over every device where there are several
-    # (amp_runs), one after another on a single CPU
+    # the seeds of one alpha together: one program over every accelerator (amp_runs), one after
+    # another on a CPU
     for i, a in _tqdm(list(enumerate(alphas)), progress, f"GAMP-RIE {channel}, d={d}"):
         # hardmax: adaptive damping from 0, as in chapter 5 (half damping is slower at large alpha)
         damp = dict(damping=0.0, adaptive_damping=True, tol=1e-6) if channel == "hardmax" else {}

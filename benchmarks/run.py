@@ -129,8 +129,8 @@ def bench_se(repeats, n_softmax, n_hardmax):
 # --------------------------------------------------------------------------- GAMP-RIE
 
 
-def amp_point(d, alpha, iters, repeats):
-    """One size of the GAMP-RIE benchmark (run in a fresh process by :func:`bench_amp`)."""
+def amp_point(d, alpha, iters, repeats, dtype="float64"):
+    """One size and dtype of the GAMP-RIE benchmark (run in a fresh process by :func:`bench_amp`)."""
     import jax
 
     import aim_tutorial as aim
@@ -144,7 +144,8 @@ def amp_point(d, alpha, iters, repeats):
     _block((X, y))
 
     def run():
-        res = gamp_rie(X, y, 0.5, key=k3, max_iter=iters, tol=1e-300, min_iter=iters, patience=10**6)
+        res = gamp_rie(X, y, 0.5, key=k3, max_iter=iters, tol=1e-300, min_iter=iters, patience=10**6,
+                       dtype=dtype)
         return res
 
     t0 = time.perf_counter()
@@ -164,12 +165,12 @@ def amp_point(d, alpha, iters, repeats):
     # mmse are O(d) and O(1)) and the d x d eigendecomposition inside it
     from aim_tutorial.amp import gamp_rie_start
 
-    problem, state = gamp_rie_start(X, y, 0.5, key=k3)
+    problem, state = gamp_rie_start(X, y, 0.5, key=k3, dtype=dtype)
     flops = problem.half_step.flops(problem.X, problem.y, state.S_hat, state.c, state.Gamma,
                                     state.omega, state.V, 0.0, problem.alpha)
-    rate = matmul_rate(n * 2, d, "float64", repeats)
+    rate = matmul_rate(n * 2, d, dtype, repeats)
     s_iter = statistics.median(warm)
-    return dict(d=d, n=n, alpha=alpha, T=2, iters=int(res.n_iter), cold_s=cold,
+    return dict(d=d, n=n, alpha=alpha, T=2, dtype=dtype, iters=int(res.n_iter), cold_s=cold,
                 flops_per_iter=flops, gflops=flops / s_iter / 1e9, matmul_gflops=rate / 1e9,
                 limit_s_per_iter=flops / rate, over_limit=s_iter / (flops / rate),
                 s_per_iter=s_iter, s_per_iter_all=warm,
@@ -177,17 +178,23 @@ def amp_point(d, alpha, iters, repeats):
                 data_mb=(X.size + y.size) * 8 / 2**20, naive_tensor_mb=n * d * d * 8 / 2**20)
 
 
-def bench_amp(ds, alpha, iters, repeats):
+def bench_amp(ds, alpha, iters, repeats, dtypes=("float64", "float32")):
+    """The GAMP-RIE iteration at each size in each dtype, each in a fresh process (its peak memory
+    its own); the exponent of the time against ``d`` is fitted on the float64 rows."""
     import numpy as np
 
-    rows = []
+    rows, all_rows = [], []
     for d in ds:
-        cmd = [sys.executable, os.path.abspath(__file__), "--_amp-point", str(d), str(alpha), str(iters),
-               str(repeats)]
-        out = subprocess.run(cmd, capture_output=True, text=True, check=True)
-        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
-        print(f"  GAMP-RIE d = {d}: {rows[-1]['s_per_iter'] * 1e3:.1f} ms/iteration, "
-              f"peak RSS {rows[-1]['peak_rss_mb']:.0f} MB", flush=True)
+        for dtype in dtypes:
+            cmd = [sys.executable, os.path.abspath(__file__), "--_amp-point", str(d), str(alpha), str(iters),
+                   str(repeats), dtype]
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+            row = json.loads(out.stdout.strip().splitlines()[-1])
+            all_rows.append(row)
+            if dtype == "float64":
+                rows.append(row)
+            print(f"  GAMP-RIE d = {d}, {dtype}: {row['s_per_iter'] * 1e3:.1f} ms/iteration, "
+                  f"peak RSS {row['peak_rss_mb']:.0f} MB", flush=True)
     fit = {}
     if len(rows) >= 2:
         dd = np.log([r["d"] for r in rows])
@@ -196,7 +203,7 @@ def bench_amp(ds, alpha, iters, repeats):
         if len(big) >= 2:
             fit["time_exponent_large_d"] = float(np.polyfit(np.log([r["d"] for r in big]),
                                                             np.log([r["s_per_iter"] for r in big]), 1)[0])
-    return dict(alpha=alpha, T=2, rho=0.5, channel="softmax", iters=iters, rows=rows,
+    return dict(alpha=alpha, T=2, rho=0.5, channel="softmax", iters=iters, rows=rows, rows_all_dtypes=all_rows,
                 expected_exponent="4 at large d: O(n T d^2 + d^3) per iteration with n = alpha d^2", **fit)
 
 
@@ -339,11 +346,12 @@ def write_markdown(res, path):
           "and their rate; the rate of a float64 matrix product of the same shape, measured in the "
           "same run; and the time over the limit that rate sets (1 = at the limit).",
           "",
-          "| d | n | ms / iteration | GFLOP / iteration | GFLOP/s | matmul GFLOP/s | time / limit "
+          "| d | n | dtype | ms / iteration | GFLOP / iteration | GFLOP/s | matmul GFLOP/s | time / limit "
           "| peak RSS (MB) | tracemalloc peak (MB) | data (MB) | n d^2 tensor (MB) |",
-          "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in a["rows"]:
-        L.append(f"| {r['d']} | {r['n']} | {1e3 * r['s_per_iter']:.1f} | {r['flops_per_iter'] / 1e9:.3g} | "
+          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in a.get("rows_all_dtypes", a["rows"]):
+        L.append(f"| {r['d']} | {r['n']} | {r.get('dtype', 'float64')} | {1e3 * r['s_per_iter']:.1f} | "
+                 f"{r['flops_per_iter'] / 1e9:.3g} | "
                  f"{r['gflops']:.1f} | {r['matmul_gflops']:.1f} | {r['over_limit']:.1f} | "
                  f"{r['peak_rss_mb']:.0f} | "
                  f"{r['tracemalloc_peak_mb']:.1f} | {r['data_mb']:.1f} | {r['naive_tensor_mb']:.0f} |")
@@ -439,12 +447,12 @@ def main(argv=None):
     p.add_argument("--gd-steps", type=int, default=200)
     p.add_argument("--out", default=HERE, help="output directory (default: benchmarks/)")
     p.add_argument("--devices", type=int, default=4, help="forced host devices of the GD device benchmark")
-    p.add_argument("--_amp-point", nargs=4, help=argparse.SUPPRESS)
+    p.add_argument("--_amp-point", nargs=5, help=argparse.SUPPRESS)
     p.add_argument("--_gd-devices-point", nargs=4, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a._amp_point:
-        d, alpha, iters, repeats = a._amp_point
-        print(json.dumps(amp_point(int(d), float(alpha), int(iters), int(repeats))))
+        d, alpha, iters, repeats, dtype = a._amp_point
+        print(json.dumps(amp_point(int(d), float(alpha), int(iters), int(repeats), dtype)))
         return
     if a._gd_devices_point:
         d, n_init, steps, repeats = map(int, a._gd_devices_point)

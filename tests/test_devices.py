@@ -51,7 +51,7 @@ insts = [aim.make_instance(k, 14, 0.5, 0.3, 2) for k in jax.random.split(k1, 6)]
 Xg, yg, Sg = (np.stack([getattr(i, f) for i in insts]) for f in ("X", "y", "S"))
 opts = GampRieOptions(init="mean", max_iter=30)
 g1 = gamp_rie_batch(Xg, yg, 0.5, S_true=Sg, options=opts, devices=jax.devices()[:1])
-g4 = gamp_rie_batch(Xg, yg, 0.5, S_true=Sg, options=opts)
+g4 = gamp_rie_batch(Xg, yg, 0.5, S_true=Sg, options=opts, devices=jax.devices())  # (None: one CPU device)
 out["gamp_iters"] = [[r.n_iter for r in g1], [r.n_iter for r in g4]]
 out["gamp_status"] = [r.status == q.status for r, q in zip(g1, g4)]
 out["gamp_diff"] = max(max(float(np.max(np.abs(np.asarray(a.S_hat) - np.asarray(b.S_hat)))),
