@@ -40,6 +40,12 @@ __all__ = ["gamp_rie_batch"]
 
 # stop codes (0: running); gamp_rie_stop writes the sentence on the host
 _RUNNING, _Q_HAT, _R_NONFINITE, _ESTIMATE, _EXPLODED, _COLLAPSE, _GREW, _CONVERGED, _STALL, _MAX_ITER = range(10)
+# the start of gamp_rie_stop's sentence for each code: the device's rule and the host's must agree
+_SENTENCE = {_Q_HAT: ("diverged at iteration {it}: q_hat",), _R_NONFINITE: ("diverged at iteration {it}: non-finite prior",),
+             _ESTIMATE: ("diverged at iteration {it}: non-finite estimate",),
+             _EXPLODED: ("diverged at iteration {it}: residual",), _COLLAPSE: ("diverged at iteration {it}: collapse",),
+             _GREW: ("diverged at iteration {it}: residual grew",), _CONVERGED: ("converged",),
+             _STALL: ("stationary:", "oscillating:"), _MAX_ITER: ("max_iter",)}
 _FIELDS = ("error", "mmse_pred", "residual", "q_hat", "delta", "nishimori_ratio", "damping")
 
 
@@ -326,8 +332,10 @@ def gamp_rie_batch(X, y, rho: float, *, channel: str = "softmax", beta: float = 
             denoised=code not in (_Q_HAT, _R_NONFINITE), grow=int(out["last_grow"][b]),
             best_residual=float(out["last_best"][b]), best_it=int(out["last_best_it"][b]))
         status = _amp.gamp_rie_stop(policy, record, hist.residual)
-        if status is None:  # pragma: no cover - the device stopped on a rule the host does not see
-            raise RuntimeError(f"instance {b}: the device stopped (code {code}) where gamp_rie_stop goes on")
+        starts = tuple(x.format(it=record.it) for x in _SENTENCE.get(code, ()))
+        if status is None or not status.startswith(starts):  # pragma: no cover - device and host disagree
+            raise RuntimeError(f"instance {b}: the device stopped on rule {code} at iteration {record.it} "
+                               f"where gamp_rie_stop says {status!r}")
         results.append(_amp.GampRieResult(
             S_hat=jnp.asarray(out["S_hat"][b]), mmse_pred=float(out["c"][b]),
             error=float(hist.error[-1]) if k else float("nan"), converged=status == "converged",

@@ -40,6 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _checks
+from .rmt import _DELTA_SMALL, _large_delta_mmse, _w_of_G, _zprime  # pure arithmetic: traceable
 
 __all__ = ["DELTA_MAX", "DELTA_MIN", "in_range", "mmse_denoising", "rie_eigenvalues"]
 
@@ -49,25 +50,37 @@ DELTA_MAX = 1e6
 _NEWTON = 4  # Newton steps polishing each root of the cubic
 
 
-def _monic_cubic_roots(a, b, c):
-    """The three roots of ``x^3 + a x^2 + b x + c`` (real coefficients; complex, stacked on a
-    new last axis) by Cardano in the form of Numerical Recipes (section 5.6): three real roots by
-    the trigonometric formula, else the real root ``A + B - a/3`` with ``A`` of the sign that
-    avoids cancellation, and the pair ``-(A + B)/2 - a/3 +- i sqrt(3)/2 (A - B)``."""
+def _cardano(a, b, c):
+    """Cardano's quantities for ``x^3 + a x^2 + b x + c`` in the form of Numerical Recipes
+    (section 5.6): ``Q``, ``R``, whether the three roots are real (``R^2 < Q^3``), and the pair
+    ``A``, ``B`` of the one-real-root branch, ``A`` of the sign that avoids cancellation (where
+    the three roots are real, ``A`` and ``B`` are not to be used)."""
     Q = (a * a - 3.0 * b) / 9.0
     R = (2.0 * a**3 - 9.0 * a * b + 27.0 * c) / 54.0
     three = R * R < Q**3
-    sq = jnp.sqrt(jnp.where(three, Q, 1.0))
-    th = jnp.arccos(jnp.clip(jnp.where(three, R / sq**3, 0.0), -1.0, 1.0))
-    k = jnp.arange(3)
-    trig = -2.0 * sq[..., None] * jnp.cos((th[..., None] + 2.0 * jnp.pi * k) / 3.0) - a[..., None] / 3.0
     sign = jnp.where(R >= 0, 1.0, -1.0)
     # (R^2 - Q^3 may round below 0 where the test above said otherwise: a double root)
     A = -sign * jnp.cbrt(jnp.abs(R) + jnp.sqrt(jnp.maximum(jnp.where(three, 0.0, R * R - Q**3), 0.0)))
     B = jnp.where(A != 0, Q / jnp.where(A != 0, A, 1.0), 0.0)
-    re = -(A + B) / 2.0 - a / 3.0
-    im = jnp.abs(jnp.sqrt(3.0) / 2.0 * (A - B))
-    one = jnp.stack([A + B - a / 3.0 + 0j, re + 1j * im, re - 1j * im], axis=-1)
+    return Q, R, three, A, B
+
+
+def _complex_root(a, A, B):
+    """The root of the pair with ``Im >= 0``, ``-(A + B)/2 - a/3 + i sqrt(3)/2 |A - B|``."""
+    return (-(A + B) / 2.0 - a / 3.0) + 1j * jnp.abs(jnp.sqrt(3.0) / 2.0 * (A - B))
+
+
+def _monic_cubic_roots(a, b, c):
+    """The three roots of ``x^3 + a x^2 + b x + c`` (real coefficients; complex, stacked on a
+    new last axis) by Cardano (:func:`_cardano`): three real roots by the trigonometric formula,
+    else the real root ``A + B - a/3`` and the complex pair."""
+    Q, R, three, A, B = _cardano(a, b, c)
+    sq = jnp.sqrt(jnp.where(three, Q, 1.0))
+    th = jnp.arccos(jnp.clip(jnp.where(three, R / sq**3, 0.0), -1.0, 1.0))
+    k = jnp.arange(3)
+    trig = -2.0 * sq[..., None] * jnp.cos((th[..., None] + 2.0 * jnp.pi * k) / 3.0) - a[..., None] / 3.0
+    g = _complex_root(a, A, B)
+    one = jnp.stack([A + B - a / 3.0 + 0j, g, jnp.conj(g)], axis=-1)
     return jnp.where(three[..., None], trig + 0j, one)
 
 
@@ -88,6 +101,17 @@ def _polish(r, coeffs, steps):
     return r
 
 
+def _coefficients(w, delta, s):
+    """The cubic of :func:`_cubic_roots` as solved: ``delta >= 1`` (a boolean array) and the
+    coefficients ``(h3, h2, h1, h0)``, highest power first, of the cubic in ``G`` there and of the
+    cubic in ``u = 1/G`` (the same, reversed) below."""
+    w, delta, s = jnp.broadcast_arrays(jnp.asarray(w, float), jnp.asarray(delta, float), jnp.asarray(s, float))
+    c3, c2, c1, c0 = delta, -(s + w + delta * s), w * s + 1.0, -s
+    big = delta >= 1.0
+    return big, (jnp.where(big, c3, c0), jnp.where(big, c2, c1), jnp.where(big, c1, c2),
+                 jnp.where(big, c0, c3))
+
+
 def _cubic_roots(w, delta, s):
     """The three roots of ``delta G^3 - (s + w + delta s) G^2 + (w s + 1) G - s`` at real ``w``
     (complex, shape ``w.shape + (3,)``; ``delta`` and ``s`` broadcast with ``w``).
@@ -98,14 +122,9 @@ def _cubic_roots(w, delta, s):
     would lose ``log10(1/delta)`` digits of the two roots of order one to the third, of order
     ``1/delta``). Roots by :func:`_monic_cubic_roots`, then Newton steps on the same cubic.
     """
-    w, delta, s = jnp.broadcast_arrays(jnp.asarray(w, float), jnp.asarray(delta, float), jnp.asarray(s, float))
-    c3, c2, c1, c0 = delta, -(s + w + delta * s), w * s + 1.0, -s
-    big = delta >= 1.0
-    # in G (delta >= 1) or in u = 1/G: the coefficients reversed
-    h3, h2, h1, h0 = (jnp.where(big, c3, c0), jnp.where(big, c2, c1), jnp.where(big, c1, c2),
-                      jnp.where(big, c0, c3))
-    r = _monic_cubic_roots(h2 / h3, h1 / h3, h0 / h3)
-    r = _polish(r, (h3, h2, h1, h0), _NEWTON)
+    big, h = _coefficients(w, delta, s)
+    r = _monic_cubic_roots(h[1] / h[0], h[2] / h[0], h[3] / h[0])
+    r = _polish(r, h, _NEWTON)
     return jnp.where(big[..., None], r, 1.0 / r)
 
 
@@ -116,27 +135,12 @@ def _g_on_support(w, delta, s):
     real roots (off the support, or within rounding of an edge) the result has ``Im G = 0`` and
     its real part is not to be used. A third of the work of :func:`_g_shifted`, which also
     chooses among real roots off the support."""
-    w, delta, s = jnp.broadcast_arrays(jnp.asarray(w, float), jnp.asarray(delta, float), jnp.asarray(s, float))
-    c3, c2, c1, c0 = delta, -(s + w + delta * s), w * s + 1.0, -s
-    big = delta >= 1.0
-    h3, h2, h1, h0 = (jnp.where(big, c3, c0), jnp.where(big, c2, c1), jnp.where(big, c1, c2),
-                      jnp.where(big, c0, c3))
-    a, b, c = h2 / h3, h1 / h3, h0 / h3
-    Q = (a * a - 3.0 * b) / 9.0
-    R = (2.0 * a**3 - 9.0 * a * b + 27.0 * c) / 54.0
-    three = R * R < Q**3
-    sign = jnp.where(R >= 0, 1.0, -1.0)
-    A = -sign * jnp.cbrt(jnp.abs(R) + jnp.sqrt(jnp.maximum(R * R - Q**3, 0.0)))
-    B = jnp.where(A != 0, Q / jnp.where(A != 0, A, 1.0), 0.0)
-    r = (-(A + B) / 2.0 - a / 3.0) + 1j * jnp.abs(jnp.sqrt(3.0) / 2.0 * (A - B))
-    r = _polish(r[..., None], (h3, h2, h1, h0), _NEWTON)[..., 0]
+    big, h = _coefficients(w, delta, s)
+    a = h[1] / h[0]
+    _, _, three, A, B = _cardano(a, h[2] / h[0], h[3] / h[0])
+    r = _polish(_complex_root(a, A, B)[..., None], h, _NEWTON)[..., 0]
     G = jnp.where(big, r, 1.0 / r)
     return jnp.where(three, G.real + 0j, G.real + 1j * jnp.abs(G.imag))
-
-
-def _zprime(G, delta, s):
-    """``z'(G) = -1/G^2 + s^2/(s - G)^2 + delta``, the derivative of the inverse function."""
-    return -1.0 / G**2 + s**2 / (s - G) ** 2 + delta
 
 
 def _g_shifted(w, delta, s):
@@ -199,11 +203,6 @@ def _quartic_roots(c):
     return z
 
 
-def _w_of_g(g, delta, s):
-    """Shifted inverse function ``z(g) - s = 1/g + g/(1 - g/s) + delta g``."""
-    return 1.0 / g + g / (1.0 - g / s) + delta * g
-
-
 def _x_of_g(g, delta, s):
     """The inverse function ``z(g) = 1/g + s^2/(s - g) + delta g`` (an edge, computed directly)."""
     return 1.0 / g + s * s / (s - g) + delta * g
@@ -240,8 +239,8 @@ def _edges(delta, s):
     straddle = ((lo < 0) & (0 < hi)) | ((lo < s) & (s < hi))
     mid = 0.5 * (lo + hi)
     zp_mid = -1.0 / mid**2 + s * s / (s - mid) ** 2 + delta
-    left, right = _w_of_g(g1, delta, s), _w_of_g(g2, delta, s)
-    a, b = _w_of_g(hi, delta, s), _w_of_g(lo, delta, s)
+    left, right = _w_of_G(g1, delta, s), _w_of_G(g2, delta, s)
+    a, b = _w_of_G(hi, delta, s), _w_of_G(lo, delta, s)
     gap = two_others & ~straddle & (zp_mid < 0) & (left <= a) & (a < b) & (b <= right)
     x1, x2 = _x_of_g(g1, delta, s), _x_of_g(g2, delta, s)
     xa, xb = _x_of_g(hi, delta, s), _x_of_g(lo, delta, s)
@@ -408,7 +407,7 @@ def mmse_denoising(delta, rho):
     f = jnp.where(low, mu**3, mu * (x - s - 2.0 * delta * G.real) ** 2)
     integral = jnp.sum(jnp.where(hi > lo, 0.5 * (hi - lo) * jnp.sum(f * _DE_W, axis=-1), 0.0))
     quad = jnp.where(low, delta - (4.0 * jnp.pi**2 / 3.0) * delta**2 * integral, 1.0 - integral)
-    slope = jnp.where(rho <= 1.0, 2.0 * rho - rho * rho, 1.0) * delta
-    inv = 1.0 / delta
-    large = 1.0 / (1.0 + inv) - inv * inv / rho * (1.0 - (4.0 - 1.0 / rho) * inv)
-    return jnp.where(delta < 1e-9, slope, jnp.where(delta > 1e6 * jnp.maximum(1.0, 1.0 / rho), large, quad))
+    slope = jnp.where(rho <= 1.0, 2.0 * rho - rho * rho, 1.0) * delta  # counting.dof_fraction(rho) delta
+    large = _large_delta_mmse(delta, rho)
+    # the host's switches: rmt._DELTA_SMALL, and rmt._large_delta_switch(rho) = 1e6 max(1, 1/rho)
+    return jnp.where(delta < _DELTA_SMALL, slope, jnp.where(delta > 1e6 * jnp.maximum(1.0, 1.0 / rho), large, quad))

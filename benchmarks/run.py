@@ -343,7 +343,7 @@ def write_markdown(res, path):
     a = res["amp"]
     L += ["", f"## GAMP-RIE (softmax, T = 2, alpha = {a['alpha']}, {a['iters']} iterations)", "",
           "Per iteration: the time; the floating-point operations of its jitted part (XLA's count) "
-          "and their rate; the rate of a float64 matrix product of the same shape, measured in the "
+          "and their rate; the rate of a matrix product of the same shape and dtype, measured in the "
           "same run; and the time over the limit that rate sets (1 = at the limit).",
           "",
           "| d | n | dtype | ms / iteration | GFLOP / iteration | GFLOP/s | matmul GFLOP/s | time / limit "

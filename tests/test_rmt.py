@@ -772,11 +772,16 @@ def test_edges_are_the_critical_values_of_high_precision_critical_points(delta):
 
 
 def test_zprime_is_the_derivative_of_the_inverse_function():
-    """z'(G) of z(G) = 1/G + s^2/(s - G) + delta G, against central differences (it decides the
-    physical root off the support and the gaps of the support)."""
+    """z'(G) of z(G) = 1/G + s^2/(s - G) + delta G, against mpmath's derivative at 40 digits (it
+    decides the physical root off the support and the gaps of the support). The bound is the
+    rounding of the three-term sum: a few ulps of the largest term."""
+    import mpmath
+
     s, delta = np.sqrt(0.5), 0.3
-    G = np.array([-2.0, -0.3, 0.2, 0.5, 1.3, 4.0])
-    h = 1e-6 * np.maximum(1.0, np.abs(G))
-    z = lambda g: 1.0 / g + s * s / (s - g) + delta * g  # noqa: E731
-    fd = (z(G + h) - z(G - h)) / (2 * h)
-    np.testing.assert_allclose(rmt._zprime(G, delta, s), fd, rtol=1e-7)
+    G = np.array([-2.0, -0.3, 0.2, 0.5, 1.3, 4.0, s * (1 - 1e-3)])
+    with mpmath.workdps(40):
+        sm = mpmath.mpf(s)  # the same float64 input
+        exact = np.array([float(mpmath.diff(lambda g: 1 / g + sm * sm / (sm - g) + delta * g, mpmath.mpf(g)))
+                          for g in G])
+    scale = 1.0 / G**2 + s**2 / (s - G) ** 2 + delta
+    assert np.all(np.abs(rmt._zprime(G, delta, s) - exact) <= 8 * np.finfo(float).eps * scale)
