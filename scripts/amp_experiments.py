@@ -15,6 +15,10 @@ Parts:
   speed     softmax T = 3, d = 150, alpha = 0.05: wall time after compilation and peak memory,
             each measured in a fresh process
 
+The instances of a sweep point run as one program spread over every visible device on a GPU or
+TPU (``reproduce.amp_runs``), one after another on a CPU; the finite-size part, which times each
+run, always runs them one after another.
+
 Every run uses the RIE's edge rule (``rie_outside="edge"``, gamp_rie's default; recorded in each
 file's header). A part resumes from its file when it exists: delete the file to start it afresh.
 
@@ -36,7 +40,7 @@ import numpy as np
 
 import aim_tutorial as aim
 from aim_tutorial.counting import alpha_scale
-from aim_tutorial.reproduce import amp_run
+from aim_tutorial.reproduce import amp_run, amp_runs
 
 SEED = 2025
 RHO = 0.5
@@ -74,9 +78,21 @@ def make_instance(part, d, T, alpha, channel, idx):
     return S, X, y, k_init
 
 
+_FIELDS = ("error", "mmse_pred", "n_iter", "converged", "diverged", "status", "wall_s")
+
+
 def run_one(part, d, T, alpha, channel, idx, **kw):
     r = amp_run(instance_key(part, *idx), d, RHO, alpha, T, channel=channel, rie_outside=RIE_OUTSIDE, **kw)
-    return {k: r[k] for k in ("error", "mmse_pred", "n_iter", "converged", "diverged", "status", "wall_s")}
+    return {k: r[k] for k in _FIELDS}
+
+
+def run_point(part, d, T, alpha, channel, idxs, **kw):
+    """The instances ``idxs`` of one sweep point: on a GPU or TPU as one program spread over every
+    visible device (``reproduce.amp_runs``: ``amp_device.gamp_rie_batch``, the same results up to
+    rounding, ``wall_s`` the batch's time over its instances), on a CPU one after another."""
+    runs = amp_runs([instance_key(part, *idx) for idx in idxs], d, RHO, alpha, T, channel=channel,
+                    rie_outside=RIE_OUTSIDE, **kw)
+    return [{k: r[k] for k in _FIELDS} for r in runs]
 
 
 def load_previous(part):
@@ -102,8 +118,8 @@ def part_softmax():
             alpha = a2 * 4 / alpha_scale(T)
             if any(abs(p["alpha"] - alpha) < 1e-12 for p in out[str(T)]):
                 continue
-            runs = [run_one("softmax", params["d"], T, alpha, "softmax", (T, ia, s), max_iter=params["max_iter"])
-                    for s in range(params["n_instances"])]
+            runs = run_point("softmax", params["d"], T, alpha, "softmax",
+                             [(T, ia, s) for s in range(params["n_instances"])], max_iter=params["max_iter"])
             out[str(T)].append(dict(alpha=alpha, runs=runs))
             e = [r["error"] for r in runs]
             print(f"softmax T={T} alpha={alpha:.4f}: {np.mean(e):.4f} +- {np.std(e):.4f}", flush=True)
@@ -115,8 +131,8 @@ def part_softmax150():
     out = {}
     for T in params["T"]:
         alpha = params["alpha_T2"] * 4 / alpha_scale(T)
-        runs = [run_one("softmax150", params["d"], T, alpha, "softmax", (T, s), max_iter=params["max_iter"])
-                for s in range(params["n_instances"])]
+        runs = run_point("softmax150", params["d"], T, alpha, "softmax",
+                         [(T, s) for s in range(params["n_instances"])], max_iter=params["max_iter"])
         out[str(T)] = dict(alpha=alpha, runs=runs)
         e = [r["error"] for r in runs]
         print(f"softmax d=150 T={T} alpha={alpha:.4f}: {np.mean(e):.4f} +- {np.std(e):.4f}", flush=True)
@@ -132,9 +148,9 @@ def part_hardmax():
     for ia, alpha in enumerate(params["alpha"]):
         if any(abs(p["alpha"] - alpha) < 1e-12 for p in rows):
             continue
-        runs = [run_one("hardmax", params["d"], 2, alpha, "hardmax", (ia, s), max_iter=params["max_iter"],
-                        damping=params["damping"], adaptive_damping=params["adaptive_damping"], tol=params["tol"])
-                for s in range(params["n_instances"])]
+        runs = run_point("hardmax", params["d"], 2, alpha, "hardmax", [(ia, s) for s in range(params["n_instances"])],
+                         max_iter=params["max_iter"], damping=params["damping"],
+                         adaptive_damping=params["adaptive_damping"], tol=params["tol"])
         rows.append(dict(alpha=alpha, runs=runs))
         e = [r["error"] for r in runs]
         print(f"hardmax alpha={alpha:.4f}: {np.mean(e):.4f} +- {np.std(e):.4f}", flush=True)
