@@ -224,7 +224,8 @@ def _denoising_table(rho: float) -> _DenoisingTable:
         f = (Q0 - m) * np.exp(-u) / 4
         psi_spline = CubicSpline(u, f).antiderivative()
         slope = dof_fraction(rho)
-        return _DenoisingTable(rho, inv, psi_spline, float(u[-1]), slope, float(logm_k[0]), float(logm_k[-1]),
+        # the bounds in log m are not used by this table (it is indexed by x): NaN
+        return _DenoisingTable(rho, inv, psi_spline, float(u[-1]), slope, math.nan, math.nan,
                                True, float(x[0]), float(x[-1]))
     if not np.all(np.diff(logm) > 0):
         # keep a strictly increasing table (rounding at the extremes)
@@ -680,7 +681,7 @@ def solve_state_evolution(alpha, rho: float, T: int = 2, *, channel="softmax", b
     rounded[ia[_rounding(Q0, mr, noise) > _ROUNDING_TOL]] = True
     m_first = 1 / (1 + np.exp(-_Z_GRID[0]))
     scan_pr = (mmse == 0) & bool(_rounding(Q0, m_first, noise) > _ROUNDING_TOL)
-    redo = ~prr & (al > 0) & (np.isnan(mmse) | rounded | scan_pr | ~conv)
+    redo = ~prr & (np.isnan(mmse) | rounded | scan_pr | ~conv)  # (alpha = 0: mmse = 1, never redone)
     if np.any(redo):
         mmse[redo], q_hat[redo], conv[redo], its[redo], nfp[redo], phi[redo], status[redo] = _solve_wide(
             al[redo], rho, Hm, Em, perfect)
@@ -914,16 +915,16 @@ def generic_state_evolution(key, alpha, rho: float, g: Callable, T: int = 2, *, 
     Hb, Eb, ess, Hr = [], [], [], []
     nb_omega = n_omega // n_batches
     for m in m_grid:
-        f, lz, e = _ch.generic.generic_moments(g, z_omega, z_h, z_y, zeta, float(Q0 - m),
-                                               float(m + noise / 2), label_noise, n_batches)
+        q, Vp = float(Q0 - m), float(m + noise / 2)
+        f, lz, e = _ch.generic.generic_moments(g, z_omega, z_h, z_y, zeta, q, Vp, label_noise, n_batches)
         Hb.append(np.asarray(f))
         Eb.append(np.asarray(lz))
         ess.append(float(e))
         # the replicas of the error bar: omega batch b with its own prior draws zeta[b::n_batches]
         Hr.append([float(_ch.generic.generic_moments(
             g, z_omega[b * nb_omega:(b + 1) * nb_omega], z_h[b * nb_omega:(b + 1) * nb_omega],
-            z_y[b * nb_omega:(b + 1) * nb_omega], zeta[b::n_batches], float(Q0 - m), float(m + noise / 2),
-            label_noise, 1)[0][0]) for b in range(n_batches)])
+            z_y[b * nb_omega:(b + 1) * nb_omega], zeta[b::n_batches], q, Vp, label_noise, 1)[0][0])
+            for b in range(n_batches)])
     Hb, Eb, Hr = np.array(Hb), np.array(Eb), np.array(Hr)  # (n_m, n_batches)
     lm = np.log(m_grid)
 

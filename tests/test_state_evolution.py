@@ -727,3 +727,52 @@ def test_small_rho_table_reaches_the_saturation_of_mmse():
             r = aim.solve_state_evolution(alpha, rho, channel=name, noise=noise)
             assert np.all(r.converged) and np.all(r.n_fixed_points == 1), (name, noise, r)
             assert np.all(np.diff(r.mmse) <= 0) and np.all((0 <= r.mmse) & (r.mmse <= 1)), (name, noise, r.mmse)
+
+
+def test_delta_of_m_beyond_the_table_follows_its_asymptotes():
+    """Outside its table the inverse of the MMSE uses the two ends' laws: Delta = 1/(1 - m) as
+    m -> 1 (mmse ~ 1 - 1/Delta) and Delta = m / dof as m -> 0 (mmse ~ (2 rho - rho^2) Delta)."""
+    tab = se._denoising_table(0.5)
+    near_one = np.array([1 - 1e-9, 1 - 1e-12])
+    assert np.all(near_one > np.exp(tab.log_m_max))
+    np.testing.assert_allclose(se._delta_of_m(tab, near_one), 1 / (1 - near_one), rtol=1e-14)
+    tiny = np.array([1e-9, 1e-3]) * np.exp(tab.log_m_min)
+    np.testing.assert_allclose(se._delta_of_m(tab, tiny), tiny / 0.75, rtol=1e-14)
+
+
+def test_iteration_counts_and_fixed_points_by_path():
+    """``iterations`` and ``n_fixed_points`` say which path found the answer: none at alpha = 0
+    (0 and 0), the main scan's 60 bisection steps, perfect recovery (0 steps, one fixed point),
+    and the whole-range solver's 64 steps for an error below the main scan (noise 1e-14,
+    alpha above the noiseless threshold: an error of order the noise)."""
+    r = se.solve_state_evolution([0.0, 0.1, 0.3], 0.5, 2)
+    assert list(r.status) == ["alpha = 0", "converged", "perfect recovery"]
+    assert list(r.iterations) == [0, 60, 0] and list(r.n_fixed_points) == [0, 1, 1]
+    w = se.solve_state_evolution([0.3, 0.5], 0.5, 2, noise=1e-14)
+    assert list(w.status) == ["converged", "converged"] and np.all(w.mmse < 1e-13)
+    assert list(w.iterations) == [se._WIDE_ITER] * 2 and list(w.n_fixed_points) == [1, 1]
+
+
+@pytest.mark.parametrize("noise", [1e-20, 1e-14])
+def test_free_entropy_of_the_whole_range_solver(noise):
+    """``phi`` of a fixed point found by the whole-range solver (errors below 1e-12) equals
+    ``free_entropy`` at it. Its terms ``-q q_hat / 4`` and ``psi`` are of order ``q_hat`` (1e13 to
+    1e20) and cancel: the bound is 1e-14 of ``q q_hat / 4`` (7e-17 measured: the rounding of ``q``)."""
+    alphas = np.array([0.3, 0.5])
+    w = se.solve_state_evolution(alphas, 0.5, 2, noise=noise)
+    fe = se.free_entropy(alphas, w.q, w.q_hat, 0.5, 2, noise=noise)
+    assert np.all(np.abs(w.phi - fe) <= 1e-14 * w.q * w.q_hat / 4)
+
+
+def test_free_entropy_returns_a_float_for_numbers_and_an_array_for_arrays():
+    one = se.free_entropy(0.1, 1.1, 1.0, 0.5)
+    assert type(one) is float
+    many = se.free_entropy(np.array([0.1, 0.2]), 1.1, 1.0, 0.5)
+    assert isinstance(many, np.ndarray) and many.shape == (2,)
+    np.testing.assert_allclose(many[0], one, rtol=1e-15)
+
+
+def test_an_overlap_out_of_range_is_refused_with_its_range():
+    """q lies in [0, Q0], Q0 = 1 + rho: the message gives the numbers."""
+    with pytest.raises(ValueError, match=r"q must be in \[0, Q0\] = \[0, 1 \+ rho\] = \[0, 1\.5\], got 1\.6"):
+        se.free_entropy(0.1, 1.6, 1.0, 0.5)
