@@ -776,3 +776,22 @@ def test_an_overlap_out_of_range_is_refused_with_its_range():
     """q lies in [0, Q0], Q0 = 1 + rho: the message gives the numbers."""
     with pytest.raises(ValueError, match=r"q must be in \[0, Q0\] = \[0, 1 \+ rho\] = \[0, 1\.5\], got 1\.6"):
         se.free_entropy(0.1, 1.6, 1.0, 0.5)
+
+
+def test_T_is_bounded_where_its_square_stays_a_float():
+    """T up to 1e150 (T^2 = 1e300 is a float); above, a ValueError that says so."""
+    assert se._validate(0.5, 10**150, "softmax", 1.0, 0.0, "exact") is not None
+    with pytest.raises(ValueError, match=r"T must be at most 1e150"):
+        se.solve_state_evolution(0.1, 0.5, 10**150 + 1)
+
+
+def test_rounding_is_the_relative_error_of_V_prime():
+    """``_rounding(Q0, m, noise)`` = |(Q0 - (Q0 - m)) - m| / (m + noise/2): the relative error of
+    V' = m + noise/2 when m is recovered from q = Q0 - m (which decides when the solver redoes a
+    root in m itself). At Q0 = 1.5 the ulp is 2^-52: m = 1e-17 is lost entirely."""
+    Q0, m = 1.5, 1e-17
+    lost = abs((Q0 - (Q0 - m)) - m)
+    assert lost == m
+    for noise in (0.0, 1e-17, 1e-10):
+        assert se._rounding(Q0, m, noise) == lost / (m + noise / 2)
+    assert se._rounding(Q0, 0.25, 0.0) == 0.0  # a representable difference: exact
