@@ -795,3 +795,28 @@ def test_rounding_is_the_relative_error_of_V_prime():
     for noise in (0.0, 1e-17, 1e-10):
         assert se._rounding(Q0, m, noise) == lost / (m + noise / 2)
     assert se._rounding(Q0, 0.25, 0.0) == 0.0  # a representable difference: exact
+
+
+def test_whole_range_solver_without_a_root():
+    """The whole-range solver's answers where F = alpha H Delta - 1 has no sign change, on
+    synthetic H (the book's channels reach them only at extreme parameters): F > 0 down to
+    m = 1e-320 is perfect recovery where the channel allows it, else an error that rounds to 0;
+    F < 0 up to m = 1 rounds to 1; an H that is nowhere finite has no fixed point."""
+    alphas = np.array([1.0, 2.0])
+    zero = lambda m: np.zeros(np.shape(m))  # noqa: E731
+    steep = lambda m: 1 / np.asarray(m) ** 2  # noqa: E731  H Delta ~ 1/m^3 at small m: F > 0
+    mmse, q_hat, conv, its, nfp, phi, status = se._solve_wide(alphas, 0.5, steep, zero, True)
+    assert list(status) == ["perfect recovery"] * 2
+    assert np.all(mmse == 0) and np.all(np.isinf(q_hat)) and np.all(np.isinf(phi)) and np.all(conv)
+    assert np.all(its == 0) and np.all(nfp == 0)
+    mmse, q_hat, conv, its, nfp, phi, status = se._solve_wide(alphas, 0.5, steep, zero, False)
+    assert list(status) == ["error below 1e-320, rounded to 0"] * 2 and np.all(mmse == 0) and np.all(conv)
+    flat = lambda m: np.full(np.shape(m), 1e-30)  # noqa: E731  alpha H Delta < 1 up to m = 1 - 4e-18
+    mmse, q_hat, conv, its, nfp, phi, status = se._solve_wide(alphas, 0.5, flat, zero, True)
+    assert list(status) == ["error within 1e-16 of 1, rounded to 1"] * 2
+    assert np.all(mmse == 1) and np.all(conv)
+    np.testing.assert_allclose(q_hat, alphas * 1e-30, rtol=1e-15)
+    nan = lambda m: np.full(np.shape(m), np.nan)  # noqa: E731
+    mmse, q_hat, conv, its, nfp, phi, status = se._solve_wide(alphas, 0.5, nan, zero, True)
+    assert list(status) == ["no fixed point: H is not finite"] * 2
+    assert np.all(np.isnan(mmse)) and not np.any(conv)
