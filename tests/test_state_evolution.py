@@ -820,3 +820,19 @@ def test_whole_range_solver_without_a_root():
     mmse, q_hat, conv, its, nfp, phi, status = se._solve_wide(alphas, 0.5, nan, zero, True)
     assert list(status) == ["no fixed point: H is not finite"] * 2
     assert np.all(np.isnan(mmse)) and not np.any(conv)
+
+
+def test_interior_threshold_is_the_peak_of_one_over_H_Delta():
+    """``_interior_threshold`` is max_m 1/(H(Q0 - m) Delta(m)) over the solver's grid of m, which
+    holds m = 1/2 (z = 0): with H made so that 1/(H Delta) = 3 - (m - 1/2)^2 the peak is 3 to
+    rounding; where H Delta is negative or infinite it is left out, and none left gives 0."""
+    rho = 0.5
+    tab = se._denoising_table(rho)
+
+    def H(q):
+        m = 1 + rho - np.asarray(q)
+        return 1 / (se._delta_of_m(tab, m) * (3 - (m - 0.5) ** 2))
+
+    assert abs(se._interior_threshold(rho, H) - 3.0) < 1e-12
+    assert se._interior_threshold(rho, lambda q: -H(q)) == 0.0
+    assert se._interior_threshold(rho, lambda q: np.full(np.shape(q), np.inf)) == 0.0
