@@ -202,6 +202,14 @@ class _DenoisingTable(NamedTuple):
     x_max: float = 0.0
 
 
+def _increasing(v):
+    """The entries of ``v`` above every entry before them: a strictly increasing subsequence that
+    the spline of the inverse can use (the MMSE is increasing in Delta; its rounding at the
+    extremes of the table may not be)."""
+    v = np.asarray(v, dtype=float)
+    return v > np.maximum.accumulate(np.concatenate([[-np.inf], v[:-1]]))
+
+
 @functools.lru_cache(maxsize=64)
 def _denoising_table(rho: float) -> _DenoisingTable:
     # small rho: mmse_rho(Delta) ~ (2 rho) Delta saturates only at Delta ~ 1/(2 rho); below rho = 1e-4
@@ -217,8 +225,8 @@ def _denoising_table(rho: float) -> _DenoisingTable:
         # m runs from 1e-6 rho to 1 - rho/100 over the decades: log Delta is smooth (linear at
         # both ends) in x = logit(m), where it is steep in log m near m = 1
         x = logm - np.log1p(-m)
-        keep = x > np.maximum.accumulate(np.concatenate([[-np.inf], x[:-1]]))  # strictly increasing
-        x, u_k, logm_k = x[keep], u[keep], logm[keep]
+        keep = _increasing(x)
+        x, u_k = x[keep], u[keep]
         inv = CubicSpline(x, u_k)
         Q0 = 1 + rho
         f = (Q0 - m) * np.exp(-u) / 4
@@ -227,12 +235,8 @@ def _denoising_table(rho: float) -> _DenoisingTable:
         # the bounds in log m are not used by this table (it is indexed by x): NaN
         return _DenoisingTable(rho, inv, psi_spline, float(u[-1]), slope, math.nan, math.nan,
                                True, float(x[0]), float(x[-1]))
-    if not np.all(np.diff(logm) > 0):
-        # keep a strictly increasing table (rounding at the extremes)
-        keep = np.concatenate([[True], np.diff(logm) > 0])
-        logm, u_k = logm[keep], u[keep]
-    else:
-        u_k = u
+    keep = _increasing(logm)
+    logm, u_k = logm[keep], u[keep]
     inv = CubicSpline(logm, u_k)
     Q0 = 1 + rho
     f = (Q0 - m) * np.exp(-u) / 4

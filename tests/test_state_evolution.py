@@ -836,3 +836,13 @@ def test_interior_threshold_is_the_peak_of_one_over_H_Delta():
     assert abs(se._interior_threshold(rho, H) - 3.0) < 1e-12
     assert se._interior_threshold(rho, lambda q: -H(q)) == 0.0
     assert se._interior_threshold(rho, lambda q: np.full(np.shape(q), np.inf)) == 0.0
+
+
+def test_increasing_keeps_the_entries_above_all_before_them():
+    """The denoising table keeps a strictly increasing subsequence of log mmse (or of its logit),
+    dropping a value that rounding left at or below an earlier one, however far back."""
+    v = np.array([-3.0, -2.0, -2.0, -2.5, -1.0, -1.5, -1.2, 0.0])
+    keep = se._increasing(v)
+    assert list(keep) == [True, True, False, False, True, False, False, True]
+    assert np.all(np.diff(v[keep]) > 0)
+    assert np.all(se._increasing(np.arange(5.0)))
