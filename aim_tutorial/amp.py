@@ -51,7 +51,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from . import _checks
-from .config import algorithm_dtype, compiled_flops
+from .config import algorithm_dtype, algorithm_products, compiled_flops
 from .model import sample_teacher
 
 __all__ = [
@@ -231,6 +231,7 @@ def _is_concrete(x) -> bool:
 
 
 @jax.jit
+@algorithm_products
 def _quadratic_forms(X, S):
     """``F[n, a, b] = x_a^T S x_b`` for tokens ``X`` ``(n, T, d)`` and a symmetric ``S``: one
     ``(n T, d) x (d, d)`` product, then the ``T^2`` dot products of each sample.
@@ -304,7 +305,7 @@ def _make_half_step(channel, beta: float, noise: float, score: str, q_hat_from: 
         lam, O = jnp.linalg.eigh(R)
         return omega, V, Gamma, q_hat, lam, O, ratio
 
-    return _HalfStep(jax.jit(rest))
+    return _HalfStep(jax.jit(algorithm_products(rest)))
 
 
 class _HalfStep:
@@ -339,6 +340,7 @@ class _HalfStep:
 
 
 @jax.jit
+@algorithm_products
 def _prior_step(O, xi, S_hat, S_true):
     """``S_new = O diag(xi) O^T``, the residual ``||S_new - S_hat||^2/d`` and the error against ``S_true``."""
     d = S_hat.shape[0]

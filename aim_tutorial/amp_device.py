@@ -35,6 +35,7 @@ from . import _checks
 from . import amp as _amp
 from . import rmt as _rmt_host
 from . import rmt_device as _rd
+from .config import algorithm_products
 
 __all__ = ["gamp_rie_batch"]
 
@@ -172,6 +173,7 @@ def _runner(loop, devices: tuple):
     """The loop jitted for one device, or for several: under ``shard_map`` each device runs its own
     loop over its own instances (no communication between devices inside the loop; a collective
     in the loop's condition hung XLA's forced host devices on 2 cores)."""
+    loop = algorithm_products(loop)
     if len(devices) == 1:
         return jax.jit(loop)
     mesh = Mesh(np.asarray(devices), ("instances",))

@@ -18,7 +18,16 @@ Precision policy
     3. the platform (:func:`jax.default_backend`): float64 on ``"cpu"`` (the
        book's numbers are reproducible bit for bit), float32 on a GPU or TPU.
 
-    Anything else is a ``ValueError`` naming ``dtype`` (or ``AIM_DTYPE``). On a 2-core
+    Anything else is a ``ValueError`` naming ``dtype`` (or ``AIM_DTYPE``).
+
+    The algorithms' matrix products run at full float32 precision
+    (:func:`algorithm_products`, ``"highest"``): by default XLA computes float32 products on
+    recent NVIDIA GPUs with TF32 tensor cores (about 3 significant digits), and on one H200
+    that moved GAMP-RIE's errors near perfect recovery by up to 2e-3, as much as the seeds do
+    (``benchmarks/gpu_compare.py``). ``AIM_MATMUL_PRECISION=default`` gives XLA's default back
+    (faster products on such GPUs); the products of float64 programs are float64 either way.
+
+    On a 2-core
     CPU float32 trains 1.76 times faster than float64 (32 students x 1000 Adam steps at
     d = 100) and changes the errors by about 1e-7; GAMP-RIE's errors move by at most
     1.5e-7 on chapter 5's settings. ``benchmarks/precision.py`` (and ``--gamp``) measures both.
@@ -37,6 +46,7 @@ from :func:`sizes`, chosen by the environment variable ``AIM_SCALE``:
 
 from __future__ import annotations
 
+import functools
 import os
 from types import MappingProxyType
 
@@ -46,7 +56,10 @@ import numpy as np
 __all__ = [
     "DTYPES",
     "SCALES",
+    "MATMUL_PRECISIONS",
     "algorithm_dtype",
+    "algorithm_products",
+    "matmul_precision",
     "compiled_flops",
     "scale",
     "sizes",
@@ -105,6 +118,47 @@ def algorithm_dtype(dtype=None) -> np.dtype:
             raise ValueError(f"AIM_DTYPE must be one of {DTYPES} (or unset), got {env!r}")
         return np.dtype(name)
     return np.dtype("float64" if jax.default_backend() == "cpu" else "float32")
+
+
+MATMUL_PRECISIONS = ("highest", "default")  # the algorithms' matrix-product precisions (AIM_MATMUL_PRECISION)
+
+
+def matmul_precision() -> str:
+    """The precision of the algorithms' matrix products: ``AIM_MATMUL_PRECISION``, else ``"highest"``.
+
+    ``"highest"``: full float32 products (and float64 ones in float64); ``"default"``: XLA's
+    default, which on recent NVIDIA GPUs computes float32 products with TF32 (a 10-bit mantissa).
+
+    Raises:
+        ValueError: ``AIM_MATMUL_PRECISION`` is set to anything but one of :data:`MATMUL_PRECISIONS`.
+
+    Example:
+        >>> from aim_tutorial.config import matmul_precision
+        >>> matmul_precision() in ("highest", "default")
+        True
+    """
+    env = os.environ.get("AIM_MATMUL_PRECISION", "").strip().lower()
+    if not env:
+        return "highest"
+    if env not in MATMUL_PRECISIONS:
+        raise ValueError(f"AIM_MATMUL_PRECISION must be one of {MATMUL_PRECISIONS} (or unset), got {env!r}")
+    return env
+
+
+def algorithm_products(fn):
+    """``fn`` traced with the algorithms' matrix-product precision (:func:`matmul_precision`).
+
+    For the Python functions that the algorithms hand to :func:`jax.jit`: the precision is fixed
+    in the program when it is traced (the first call with given shapes), as
+    ``precision=`` on each of its matrix products.
+    """
+
+    @functools.wraps(fn)
+    def traced(*args, **kwargs):
+        with jax.default_matmul_precision(matmul_precision()):
+            return fn(*args, **kwargs)
+
+    return traced
 
 
 def spread_devices(count: int, devices=None) -> list:

@@ -41,7 +41,7 @@ import optax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from . import _checks
-from .config import algorithm_dtype, spread_devices
+from .config import algorithm_dtype, algorithm_products, spread_devices
 
 __all__ = ["GDResult", "train_gd", "student_indices", "student_matrix", "gd_loss", "averaged_errors",
            "load_gd_data"]
@@ -427,6 +427,7 @@ def scan_students(carry, student_loss, opt, errors, *, n_records, record_every):
 
 
 @partial(jax.jit, static_argnames=("student_loss", "errors", "optimizer", "n_records", "record_every"))
+@algorithm_products
 def _run_chunk(carry, X, y, params, S_true, lr, *, student_loss, errors, optimizer, n_records, record_every):
     """``n_records * record_every`` steps; the new carry, the losses and the errors recorded (records last)."""
 
