@@ -1,0 +1,84 @@
+"""The GPU's paper-scale GAMP-RIE runs (float32) against the same instances rerun here in float64.
+
+Usage (from the repository root, on a CPU):
+    python benchmarks/gpu_compare.py --out benchmarks/gpu/cpu_float64.json
+
+``benchmarks/gpu/`` holds the files that ``python -m aim_tutorial reproduce amp-se`` and
+``amp-hardmax --scale paper`` wrote on one NVIDIA H200 (``scripts/device_paper_run.py``), where the
+algorithms ran in float32, the platform's default (:func:`aim_tutorial.config.algorithm_dtype`;
+XLA's default precision on that GPU computes float32 matrix products with TF32 tensor cores).
+This script reruns every GAMP-RIE instance of those files on this machine in float64, with the
+same keys (``reproduce._key(seed, alpha index, instance)``, as ``reproduce`` draws them), the
+same options and one instance after another (``amp_runs(..., batch=False)``), and writes both
+errors side by side with the largest difference and the spread of the errors over the seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # the package of this checkout
+
+FIGURES = {"amp-se": "softmax", "amp-hardmax": "hardmax"}
+
+
+def compare(fig: str, folder: str) -> dict:
+    import numpy as np
+
+    from aim_tutorial import reproduce
+
+    data = reproduce.read_data(os.path.join(folder, f"{fig}.csv"))
+    p, channel = data.params, FIGURES[fig]
+    kind, alpha, seed = data.column("kind"), data.column("alpha"), data.column("seed")
+    gpu, gpu_iter = data.column("mmse"), data.column("n_iter")
+    damp = dict(damping=0.0, adaptive_damping=True, tol=1e-6) if channel == "hardmax" else {}
+    points = []
+    for i, a in enumerate(p["alphas"]):
+        t0 = time.perf_counter()
+        keys = [reproduce._key(p["seed"], i, s) for s in range(p["seeds"])]
+        runs = reproduce.amp_runs(keys, p["d"], p["rho"], a, p["T"], channel=channel, max_iter=p["max_iter"],
+                                  batch=False, dtype="float64", **damp)
+        rows = [(kind == 1) & np.isclose(alpha, a) & (seed == s) for s in range(p["seeds"])]
+        e_gpu = [float(gpu[r][0]) for r in rows]
+        e_cpu = [r["error"] for r in runs]
+        points.append(dict(alpha=a, error_gpu_float32=e_gpu, error_cpu_float64=e_cpu,
+                           n_iter_gpu=[int(gpu_iter[r][0]) for r in rows], n_iter_cpu=[r["n_iter"] for r in runs],
+                           status_cpu=[r["status"] for r in runs],
+                           max_abs_diff=float(np.max(np.abs(np.subtract(e_gpu, e_cpu)))),
+                           seed_spread=float(np.std(e_cpu, ddof=1)), cpu_s=time.perf_counter() - t0))
+        print(f"  {fig} alpha = {a}: max |float32 (GPU) - float64 (CPU)| = {points[-1]['max_abs_diff']:.1e}, "
+              f"seed spread {points[-1]['seed_spread']:.1e}, {points[-1]['cpu_s']:.1f} s here", flush=True)
+    return dict(figure=fig, channel=channel, d=p["d"], rho=p["rho"], T=p["T"], seeds=p["seeds"],
+                max_iter=p["max_iter"], gpu_device=data.params.get("device", ""), points=points,
+                max_abs_diff=max(q["max_abs_diff"] for q in points),
+                cpu_seconds=sum(q["cpu_s"] for q in points))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--gpu-dir", default=os.path.join(HERE, "gpu"), help="the GPU run's files")
+    p.add_argument("--out", required=True, help="path of the JSON file written")
+    a = p.parse_args(argv)
+    import jax
+
+    res = dict(what="GAMP-RIE: the GPU's float32 paper-scale runs against float64 on this machine",
+               command="python benchmarks/gpu_compare.py " + " ".join(sys.argv[1:] if argv is None else argv),
+               written=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+               machine=dict(backend=jax.default_backend(), cpu_count=os.cpu_count(), platform=platform.platform()),
+               versions=dict(python=platform.python_version(), jax=jax.__version__),
+               figures=[compare(fig, a.gpu_dir) for fig in FIGURES])
+    with open(a.out, "w") as f:
+        json.dump(res, f, indent=1)
+    print(f"wrote {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

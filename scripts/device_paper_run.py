@@ -1,0 +1,156 @@
+"""The paper-scale finite-size figures, and float32 against float64, on an accelerator in one timed run.
+
+Usage (from the repository root, on the machine with the GPU):
+    python scripts/device_paper_run.py --out DIR --deadline 300 --jobs env amp-hardmax amp-se deep
+    python scripts/device_paper_run.py --out DIR --deadline 20 --scale smoke --jobs env deep   # a check
+
+Each job runs in its own process (so that one failure or hang costs only that job, and each
+process has the accelerator's memory to itself), with its output in ``DIR/logs/JOB.log`` and a
+time limit: what is left of ``--deadline`` (seconds from the start of this script) less a reserve
+for packing the results. After each job ``DIR/summary.json`` says what ran, for how long and with
+which exit status, and ``DIR/run.tar.gz`` holds the logs and the figures' files so far, so that a
+run cut short keeps what it finished. The jobs:
+
+``env``            the machine: ``nvidia-smi``, JAX's version, backend and devices, the algorithms' default
+                   dtype, and the measured matrix-product rate in float32 and float64
+                   (``benchmarks/run.py``'s ``matmul_rate``)
+``amp-hardmax``,   ``python -m aim_tutorial reproduce FIGURE --scale paper`` (the figures' sizes are
+``amp-se``,        ``aim_tutorial.config._SIZES["reproduce"]["paper"]``); ``gd`` computes
+``deep``, ``gd``   ``gd-single`` and ``gd-averaged`` in one process (one computation, two figures)
+``precision-gd``   ``benchmarks/precision.py`` (32 students x 1000 Adam steps, d = 100, float32 against
+                   float64) on the accelerator
+``precision-gamp`` ``benchmarks/precision.py --gamp`` on the accelerator
+
+The times of the figures are the wall times of their processes (start-up and compilation
+included) and, in each figure's CSV, the ``seconds`` column of each point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+_ENV = r"""
+import json, os, platform, shutil, subprocess, sys
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+import jax
+import aim_tutorial as aim
+from aim_tutorial.config import algorithm_dtype
+from run import matmul_rate
+info = dict(python=platform.python_version(), jax=jax.__version__, backend=jax.default_backend(),
+            devices=[str(d) for d in jax.devices()], algorithm_dtype=str(algorithm_dtype()),
+            aim_tutorial=getattr(aim, "__version__", "?"), cpu_count=os.cpu_count())
+if shutil.which("nvidia-smi"):
+    info["nvidia_smi"] = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
+                                         "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+rates = {}
+for dtype in ("float32", "float64"):
+    for m, k in SHAPES:
+        rates[f"{dtype}_{m}x{k}"] = matmul_rate(m, k, dtype, 10) / 1e9
+info["matmul_gflops"] = rates
+print("RESULT" + json.dumps(info))
+"""
+
+_FIGURES = r"""
+import sys
+from aim_tutorial import reproduce
+for name in sys.argv[2:]:
+    reproduce.reproduce(name, SCALE, out=sys.argv[1], progress=True, force=True)
+    print("DONE", name, flush=True)
+"""
+
+
+def _jobs(scale: str, figs: str) -> dict:
+    py = sys.executable
+    fig = lambda *names: [py, "-c", _FIGURES.replace("SCALE", repr(scale)), figs, *names]  # noqa: E731
+    precision = [py, os.path.join(ROOT, "benchmarks", "precision.py")]
+    quick = ["--steps", "50", "--n-init", "4", "--d", "30"] if scale == "smoke" else []
+    # the matrix products whose rates env measures: a large square one and GAMP-RIE's at the
+    # paper's sizes ((2 n, d) @ (d, d), n = alpha d^2 at the largest alpha of amp-se and d = 80)
+    shapes = ((256, 256),) if scale == "smoke" else ((8192, 8192), (2 * 8400, 200), (2 * 1600, 80))
+    return {
+        "env": [py, "-c", f"ROOT = {ROOT!r}\nSHAPES = {shapes!r}\n" + _ENV],
+        "amp-hardmax": fig("amp-hardmax"),
+        "amp-se": fig("amp-se"),
+        "deep": fig("deep"),
+        "gd": fig("gd-single", "gd-averaged"),
+        "precision-gd": precision + ["--repeats", "1", *quick, "--out", "OUT/precision_gd.json"],
+        "precision-gamp": precision + ["--gamp", "--out", "OUT/precision_gamp.json"],
+    }
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--deadline", type=float, required=True, help="seconds for the whole run")
+    p.add_argument("--reserve", type=float, default=15.0, help="seconds kept for packing the results")
+    p.add_argument("--scale", default="paper", choices=("smoke", "book", "paper"))
+    p.add_argument("--jobs", nargs="+", required=True)
+    a = p.parse_args(argv)
+    t_start = time.monotonic()
+    out = os.path.abspath(a.out)
+    logs, figs = os.path.join(out, "logs"), os.path.join(out, "figures")
+    os.makedirs(logs, exist_ok=True)
+    os.makedirs(figs, exist_ok=True)
+    jobs = _jobs(a.scale, figs)
+    unknown = [j for j in a.jobs if j not in jobs]
+    if unknown:
+        p.error(f"unknown jobs {unknown}; known: {sorted(jobs)}")
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               PYTHONUNBUFFERED="1")
+    summary = dict(started=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                   scale=a.scale, deadline_s=a.deadline, argv=sys.argv[1:], jobs=[])
+    for name in a.jobs:
+        left = a.deadline - a.reserve - (time.monotonic() - t_start)
+        if left < 5:
+            summary["jobs"].append(dict(job=name, skipped="no time left"))
+            continue
+        cmd = [c.replace("OUT/", out + "/") for c in jobs[name]]
+        t0 = time.monotonic()
+        with open(os.path.join(logs, f"{name}.log"), "w") as log:
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+            try:
+                rc = proc.wait(timeout=left)
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                rc, timed_out = proc.wait(), True
+        wall = time.monotonic() - t0
+        row = dict(job=name, rc=rc, timed_out=timed_out, wall_s=round(wall, 2), limit_s=round(left, 1))
+        with open(os.path.join(logs, f"{name}.log")) as f:
+            text = f.read()
+        results = [ln for ln in text.splitlines() if ln.startswith("RESULT")]
+        if results:
+            row["result"] = json.loads(results[-1][len("RESULT"):])
+        summary["jobs"].append(row)
+        print(f"[{time.monotonic() - t_start:7.1f} s] {name}: rc {rc}{' (timed out)' if timed_out else ''}, "
+              f"{wall:.1f} s", flush=True)
+        _pack(out, summary)
+    summary["total_s"] = round(time.monotonic() - t_start, 2)
+    _pack(out, summary)
+    return 0
+
+
+def _pack(out: str, summary: dict) -> None:
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    tmp = os.path.join(out, "run.tar.gz.tmp")
+    with tarfile.open(tmp, "w:gz") as tar:
+        for sub in ("logs", "figures"):
+            tar.add(os.path.join(out, sub), arcname=sub)
+        for name in os.listdir(out):
+            if name.endswith(".json") and name != "summary.json":
+                tar.add(os.path.join(out, name), arcname=name)
+    os.replace(tmp, os.path.join(out, "run.tar.gz"))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""scripts/device_paper_run.py, the one prepared script of the GPU's paper-scale run, at smoke scale."""
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "scripts", "device_paper_run.py")
+
+
+def _run(tmp_path, *args):
+    return subprocess.run([sys.executable, SCRIPT, "--out", str(tmp_path / "out"), *args], capture_output=True,
+                          text=True, timeout=600, cwd=ROOT)
+
+
+@pytest.mark.slow
+def test_device_script_runs_jobs_and_packs_what_finished(tmp_path):
+    r = _run(tmp_path, "--scale", "smoke", "--deadline", "300", "--jobs", "env", "deep")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert [j["job"] for j in s["jobs"]] == ["env", "deep"]
+    assert all(j["rc"] == 0 and not j["timed_out"] for j in s["jobs"])
+    env = s["jobs"][0]["result"]
+    assert env["backend"] == "cpu" and env["algorithm_dtype"] == "float64"
+    assert set(env["matmul_gflops"]) == {"float32_256x256", "float64_256x256"}
+    assert all(v > 0 for v in env["matmul_gflops"].values())
+    with tarfile.open(tmp_path / "out" / "run.tar.gz") as tar:
+        names = set(tar.getnames())
+    assert {"logs/env.log", "logs/deep.log", "figures/deep.csv", "figures/deep.manifest.json"} <= names
+
+
+def test_device_script_skips_jobs_past_its_deadline_and_refuses_unknown_ones(tmp_path):
+    r = _run(tmp_path, "--scale", "smoke", "--deadline", "1", "--jobs", "env", "gd")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert s["jobs"] == [dict(job="env", skipped="no time left"), dict(job="gd", skipped="no time left")]
+    r = _run(tmp_path, "--deadline", "10", "--jobs", "env", "train")
+    assert r.returncode == 2 and "unknown jobs ['train']" in r.stderr
