@@ -672,8 +672,10 @@ def gamp_rie_step(problem: GampRieProblem, state: GampRieState) -> tuple[GampRie
     # by 2 Delta, and at small alpha (Delta large) about half the runs collapsed (chapter 5, section
     # "A failure mode: collapse")
     xi = jnp.asarray(p.rmt.rie_eigenvalues(lam.astype(float), delta, p.rho, outside=o.rie_outside), p.X.dtype)
-    c = float(p.rmt.mmse_denoising(delta, p.rho))
+    # dispatched first (JAX returns at once): the device computes the new estimate while the host
+    # computes mmse_rho(Delta)
     S_new, residual, err, finite = _prior_step(O, xi, state.S_hat, p.S_ref)
+    c = float(p.rmt.mmse_denoising(delta, p.rho))
     residual = float(residual)
     row = dict(it=it, error=float(err) if p.has_truth else float("nan"), mmse_pred=c, residual=residual,
                q_hat=q_hat, delta=delta, nishimori_ratio=ratio, damping=damp)
