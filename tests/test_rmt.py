@@ -724,6 +724,48 @@ def test_cubic_roots_match_high_precision(delta):
 
 
 @needs_mpmath
+def test_cubic_roots_newton_polish_on_a_grid():
+    """The two Newton steps after the companion matrix, on lines of w just above the real axis and
+    on it, where the eigenvalues alone are off by up to 3e-13 relative (rho = 0.1, delta = 10):
+    every root within 1e-14 of mpmath's (measured: at most 3e-15, a few ulps)."""
+    worst = 0.0
+    for delta in (0.01, 1.0, 10.0):
+        for rho in (0.1, 0.5):
+            s = np.sqrt(rho)
+            w = np.concatenate([np.linspace(-3.0, 6.0, 25) + 1e-3j, np.linspace(-3.0, 6.0, 25) + 0j])
+            r = rmt._cubic_roots(w, delta, s)
+            for wi, ri in zip(w, r):
+                with mpmath.workdps(40):
+                    ref = [complex(x) for x in mpmath.polyroots(
+                        [mpmath.mpf(delta), -(mpmath.mpf(s) + mpmath.mpc(wi) + mpmath.mpf(delta) * mpmath.mpf(s)),
+                         mpmath.mpc(wi) * mpmath.mpf(s) + 1, -mpmath.mpf(s)], maxsteps=200, extraprec=200)]
+                worst = max(worst, max(np.min(np.abs(np.asarray(ref) - x)) / abs(x) for x in ri))
+    assert worst <= 1e-14, worst
+
+
+@pytest.mark.parametrize("rho", [0.003, 0.01, 0.1, 0.5])
+def test_spectral_integral_at_tiny_delta_is_normalised(rho):
+    """Below delta = 1e-18 the bump of the atom is narrower than the rounding of w and is integrated
+    as a semicircle; the bulk, 4 to 16 wide here, is not: the total mass is still 1."""
+    for delta in (1e-20, 1e-30):
+        assert abs(aim.spectral_integral(delta, rho, power=1) - 1.0) < 1e-12
+
+
+def test_G_S_phys_is_the_physical_root_of_its_quadratic():
+    """The Stieltjes transform of the (shifted) law of S off the real axis: a root of
+    (z/s) G^2 - (z + 1/s - s) G + 1 = 0 (to rounding), with Im G Im z < 0, and ~ 1/z far away."""
+    z = np.array([0.3 + 1e-3j, -0.7 - 0.2j, 2.0 + 1.5j, -3.0 + 0.01j, 0.05 - 4j, 7.0 - 1e-6j])
+    for rho in (0.2, 0.5, 1.0, 3.0):
+        s = np.sqrt(rho)
+        G = rmt._G_S_phys(z, s)
+        terms = np.abs(z / s) * np.abs(G) ** 2 + np.abs(z + 1 / s - s) * np.abs(G) + 1
+        assert np.all(np.abs((z / s) * G**2 - (z + 1 / s - s) * G + 1) <= 1e-13 * terms)
+        assert np.all(G.imag * z.imag < 0)
+        far = 1e7 * np.exp(1j * np.linspace(0.2, 2.9, 6))
+        np.testing.assert_allclose(rmt._G_S_phys(far, s) * far, 1.0, atol=1e-6)
+
+
+@needs_mpmath
 @pytest.mark.parametrize("delta", _DELTAS_ALL)
 def test_G_on_the_real_axis_is_the_physical_root(delta):
     """G(x - i0) against the root that the rule picks among the high-precision roots: on the
