@@ -751,6 +751,24 @@ def test_spectral_integral_at_tiny_delta_is_normalised(rho):
         assert abs(aim.spectral_integral(delta, rho, power=1) - 1.0) < 1e-12
 
 
+@needs_mpmath
+@pytest.mark.parametrize("delta", [1e-300, 1e-60, 1e-22])
+def test_cubic_roots_deflated_on_a_grid(delta):
+    """The scaled companion matrix, the Vieta pair and their Newton steps, on lines of real and
+    complex w (near the edges of S's spectrum too): every root within 1e-14 of mpmath's."""
+    worst = 0.0
+    for rho in (0.1, 0.5, 2.0):
+        s = np.sqrt(rho)
+        w = np.concatenate([np.linspace(-4.0, 5.0, 19), np.linspace(-4.0, 5.0, 19) + 1e-3j,
+                            [-s, -s + 1e-9, 1 / s - s, 2.0 - 3.0j, 1e6, -1e6 + 1j]])
+        r = rmt._cubic_roots_deflated(w, np.full(w.shape, delta), np.full(w.shape, s))
+        for wi, ri in zip(w, r):
+            ref = np.asarray(_mp_roots([delta, -(s + wi + delta * s), wi * s + 1, -s]))
+            worst = max(worst, max(np.min(np.abs(ref - x)) / abs(x) for x in ri))
+            assert len({int(np.argmin(np.abs(ri - x))) for x in ref}) == 3
+    assert worst <= 1e-14, worst
+
+
 def test_G_S_phys_is_the_physical_root_of_its_quadratic():
     """The Stieltjes transform of the (shifted) law of S off the real axis: a root of
     (z/s) G^2 - (z + 1/s - s) G + 1 = 0 (to rounding), with Im G Im z < 0, and ~ 1/z far away."""
