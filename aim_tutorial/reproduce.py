@@ -356,6 +356,12 @@ def deep_data_set(key, d: int, rhos, alpha: float, T: int, *, c: float, n_init: 
                 seconds=seconds)
 
 
+def _amp_options(channel: str) -> dict:
+    """The GAMP-RIE options of the figures besides ``max_iter``: for the hardmax adaptive damping
+    from 0, as in chapter 5 (half damping is slower at large alpha); the defaults otherwise."""
+    return dict(damping=0.0, adaptive_damping=True, tol=1e-6) if channel == "hardmax" else {}
+
+
 def _amp_points(sz, seed, progress, channel, scores_se):
 
     from .state_evolution import solve_state_evolution
@@ -366,10 +372,8 @@ def _amp_points(sz, seed, progress, channel, scores_se):
     # the seeds of one alpha together: one program over every accelerator (amp_runs), one after
     # another on a CPU
     for i, a in _tqdm(list(enumerate(alphas)), progress, f"GAMP-RIE {channel}, d={d}"):
-        # hardmax: adaptive damping from 0, as in chapter 5 (half damping is slower at large alpha)
-        damp = dict(damping=0.0, adaptive_damping=True, tol=1e-6) if channel == "hardmax" else {}
         runs = amp_runs([_key(seed, i, s) for s in range(sz["seeds"])], d, rho, a, T, channel=channel,
-                        max_iter=sz["max_iter"], **damp)
+                        max_iter=sz["max_iter"], **_amp_options(channel))
         for s, r in enumerate(runs):
             rows.append((1, a, s, r["error"], float(r["converged"]), float(r["diverged"]), r["n_iter"],
                          r["wall_s"]))

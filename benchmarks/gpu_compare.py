@@ -38,13 +38,12 @@ def compare(fig: str, folder: str) -> dict:
     p, channel = data.params, FIGURES[fig]
     kind, alpha, seed = data.column("kind"), data.column("alpha"), data.column("seed")
     gpu, gpu_iter = data.column("mmse"), data.column("n_iter")
-    damp = dict(damping=0.0, adaptive_damping=True, tol=1e-6) if channel == "hardmax" else {}
     points = []
     for i, a in enumerate(p["alphas"]):
         t0 = time.perf_counter()
         keys = [reproduce._key(p["seed"], i, s) for s in range(p["seeds"])]
         runs = reproduce.amp_runs(keys, p["d"], p["rho"], a, p["T"], channel=channel, max_iter=p["max_iter"],
-                                  batch=False, dtype="float64", **damp)
+                                  batch=False, dtype="float64", **reproduce._amp_options(channel))
         rows = [(kind == 1) & np.isclose(alpha, a) & (seed == s) for s in range(p["seeds"])]
         e_gpu = [float(gpu[r][0]) for r in rows]
         e_cpu = [r["error"] for r in runs]
