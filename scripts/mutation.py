@@ -8,7 +8,10 @@
 A mutant is one small change to the source (``a + b`` -> ``a - b``, ``-x`` -> ``+x``, a constant
 changed by one, ``<`` -> ``>=``, ...); it is *killed* when the tests of its module fail. Each module
 is tested only against its own test files (``MODULES`` below: the matching tests), stopping at
-the first failure: first without the tests marked ``slow``, then each survivor again with them;
+the first failure: first the fast tests (not marked ``slow``) that run the mutated line (one run of
+them under coverage, one context per test function, tells which), then, if it survives those,
+all the module's fast tests, then each survivor again with the slow ones (a kill is a kill
+whichever test made it; a survivor has met every test of its module);
 the mutants run in a copy of the package
 (``mutation/work/tree-PID-K``: two runs at once never share one), so the working tree is never
 touched, ``--jobs`` modules at a time.
@@ -25,7 +28,10 @@ moved across its boundary, ``True``/``False``, ``and``/``or``, a loop run zero t
 test added since (it then no longer survives) or listed as ``[[equivalent]]`` with the reason
 (a mutant that cannot change any result, e.g. a tolerance of ``1e-9`` made ``2e-9``).
 
-Outputs: ``mutation/REPORT.md`` (kill rate per module, run time, the untriaged survivors);
+Outputs: ``mutation/REPORT.md`` (kill rate per module, run time, the untriaged survivors) and
+``mutation/results/MODULE.json`` (every mutant of the module's last run and its outcome: the
+sessions under ``mutation/work/`` do not outlive their machine; the report and ``--recheck`` read
+the record when there is no session);
 exit status 1 when a mutant survives that the triage does not explain, or a curated one survives.
 """
 
@@ -33,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import hashlib
 import json
 import os
 import queue
@@ -51,6 +58,9 @@ ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "mutation" / "work"
 TRIAGE = ROOT / "mutation" / "triage.toml"
 REPORT = ROOT / "mutation" / "REPORT.md"
+# the committed record of each module's last run (mutation/work/ is a local scratch directory and
+# does not outlive its machine): the report, a recheck and the next session read it
+RESULTS = ROOT / "mutation" / "results"
 
 # module -> (source file, the test files that are its own). A channel is tested by the channel
 # tests, the identity tests of every registered channel, and the state evolution that reads it.
@@ -130,6 +140,7 @@ def _tree(k) -> Path:
     shutil.copytree(ROOT / "aim_tutorial", tree / "aim_tutorial", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "tests", tree / "tests", ignore=shutil.ignore_patterns("__pycache__", "browser"))
     shutil.copy(ROOT / "pyproject.toml", tree / "pyproject.toml")
+    shutil.copytree(tree / "aim_tutorial", tree / ".pristine" / "aim_tutorial")  # restores a timed-out mutant
     return tree
 
 
@@ -160,12 +171,24 @@ def _bin(tool: str) -> str:
     return str(Path(_python()).parent / tool)
 
 
-def _mutate_and_test(src: str, operator: str, occ: int, command: str, tree: Path) -> dict:
+def _mutate_and_test(src: str, operator: str, occ: int, command: str, tree: Path,
+                     timeout: float | None = None) -> dict:
     """One mutant, written, tested with ``command`` and undone by cosmic-ray: its JSON result
-    (``test_outcome``, ``worker_outcome``, ``output``, ``diff``)."""
-    r = subprocess.run([_bin("cosmic-ray"), "mutate-and-test", src, operator, str(occ), command],
-                       cwd=tree, env=_env(), capture_output=True, text=True)
-    return json.loads(r.stdout.strip().splitlines()[-1]) if r.stdout.strip() else {}
+    (``test_outcome``, ``worker_outcome``, ``output``, ``diff``). Past ``timeout`` seconds the
+    whole process group is killed, the source put back from the pristine copy, and the outcome is
+    ``timeout`` (a mutant that makes a loop endless is killed)."""
+    proc = subprocess.Popen([_bin("cosmic-ray"), "mutate-and-test", src, operator, str(occ), command],
+                            cwd=tree, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        proc.communicate()
+        shutil.copy(tree / ".pristine" / src, tree / src)
+        return {"worker_outcome": "timeout", "test_outcome": None, "output": f"over {timeout:.0f} s",
+                "diff": _mutate_and_test(src, operator, occ, "true", tree).get("diff", "")}
+    return json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
 
 
 def _baseline_seconds(tree: Path, tests) -> float:
@@ -174,6 +197,69 @@ def _baseline_seconds(tree: Path, tests) -> float:
     if r.returncode != 0:
         raise SystemExit(f"the unmutated tests fail in {tree}: {tests}\n{r.stdout[-2000:]}")
     return time.perf_counter() - t0
+
+
+def _coverage_map(name: str, tree: Path) -> dict:
+    """Line of the module -> the test node ids (``file::function``) of its fast tests that run it,
+    from one run of those tests under coverage with one context per test function. A line run
+    only at import (a constant, a ``def``) maps to no test: its mutants meet every test."""
+    from coverage import CoverageData
+
+    src, tests = MODULES[name]
+    data_file = WORK / f"{name}.coverage"
+    rc = WORK / f"{name}.coveragerc"
+    rc.write_text(f"[run]\ndynamic_context = test_function\ndata_file = {data_file}\ninclude = {src}\n")
+    data_file.unlink(missing_ok=True)
+    cmd = [_python(), "-m", "coverage", "run", f"--rcfile={rc}", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+           "-m", "not slow", *tests]
+    r = subprocess.run(cmd, cwd=tree, env=_env(), capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"the unmutated tests fail under coverage in {tree}:\n{r.stdout[-2000:]}")
+    cov = CoverageData(basename=str(data_file))
+    cov.read()
+    path = next(f for f in cov.measured_files() if f.endswith(src))
+    ids = {}
+    for line, contexts in cov.contexts_by_lineno(path).items():
+        ids[line] = sorted({_node_id(c, tests) for c in contexts if c})
+    return ids
+
+
+def _node_id(context: str, tests) -> str:
+    """``test_x.test_f`` (coverage's test-function context) -> ``tests/test_x.py::test_f``, or
+    the module's own narrower node id of that function (a parametrised case it names)."""
+    parts = context.split(".")
+    parts = parts[1:] if parts[0] == "tests" else parts  # (tests/ is not a package: test_x.test_f)
+    node = f"tests/{parts[0]}.py::" + "::".join(parts[1:])
+    narrower = [t for t in tests if t.startswith(node + "[")]
+    return narrower[0] if len(narrower) == 1 else node
+
+
+def _fast_pass(name: str, session: Path, tree: Path, timeout: float) -> None:
+    """Each mutant of the session without a result, first against the fast tests that run its line
+    (coverage), then, if it survives them, against all the module's fast tests; the result is
+    written to the session as cosmic-ray would (so a stopped pass resumes)."""
+    src, tests = MODULES[name]
+    con = sqlite3.connect(session)
+    todo = con.execute(
+        "select m.job_id, m.operator_name, m.occurrence, m.start_pos_row, m.end_pos_row from mutation_specs m "
+        "left join work_results r on m.job_id = r.job_id where r.job_id is null order by m.start_pos_row").fetchall()
+    if not todo:
+        return
+    lines = _coverage_map(name, tree)
+    full = _test_command(tests)
+    for job, op, occ, row0, row1 in todo:
+        sel = sorted({t for row in range(row0, row1 + 1) for t in lines.get(row, [])})
+        out = {}
+        if sel and all(lines.get(row) for row in range(row0, row1 + 1)):  # run by tests, not at import only
+            out = _mutate_and_test(src, op, occ, _test_command(sel), tree, timeout)
+        if str(out.get("test_outcome")).lower() != "killed" and out.get("worker_outcome") != "timeout":
+            out = _mutate_and_test(src, op, occ, full, tree, timeout)
+        con.execute("insert into work_results (worker_outcome, output, test_outcome, diff, job_id) "
+                    "values (?, ?, ?, ?, ?)",
+                    (str(out.get("worker_outcome", "abnormal")).upper(), (out.get("output") or "")[-4000:],
+                     (str(out["test_outcome"]).upper() if out.get("test_outcome") else None),
+                     out.get("diff", ""), job))
+        con.commit()
 
 
 def _survivors(con) -> list:
@@ -210,15 +296,15 @@ def run_module(name: str, k: int, fresh: bool = False) -> dict:
     session = WORK / f"{name}.sqlite"
     slow_file = WORK / f"{name}.slow.json"
     env = _env()
-    steps = [[_bin("cosmic-ray"), "exec", str(cfg), str(session)]]
     if fresh or not session.exists():
         session.unlink(missing_ok=True)
         slow_file.unlink(missing_ok=True)
-        steps = [[_bin("cosmic-ray"), "init", str(cfg), str(session)],
-                 [_bin("cr-filter-operators"), str(session), str(cfg)],
-                 [_bin("cr-filter-pragma"), str(session)]] + steps
-    for cmd in steps:  # exec resumes: only the mutants without a result run
-        subprocess.run(cmd, cwd=tree, env=env, check=True, capture_output=True)
+        (WORK / f"{name}.sha256").write_text(_source_hash(name))  # the source its mutants are made from
+        for cmd in ([_bin("cosmic-ray"), "init", str(cfg), str(session)],
+                    [_bin("cr-filter-operators"), str(session), str(cfg)],
+                    [_bin("cr-filter-pragma"), str(session)]):
+            subprocess.run(cmd, cwd=tree, env=env, check=True, capture_output=True)
+    _fast_pass(name, session, tree, timeout=max(120.0, 4 * base))  # resumes: only mutants without a result
     # the survivors of the fast tests, again against the tests marked slow (the fast ones passed)
     verdicts = json.loads(slow_file.read_text()) if slow_file.exists() else {}
     con = sqlite3.connect(session)
@@ -239,7 +325,9 @@ def recheck_module(name: str, k: int) -> dict:
     src, tests = MODULES[name]
     session = WORK / f"{name}.sqlite"
     if not session.exists():
-        raise SystemExit(f"{name}: no session to recheck (run: python scripts/mutation.py {name})")
+        if _record(name) is None:
+            raise SystemExit(f"{name}: no run to recheck (run: python scripts/mutation.py {name})")
+        return _recheck_record(name, tree)
     t0 = time.perf_counter()
     con = sqlite3.connect(session)
     surv = _survivors(con)
@@ -264,6 +352,34 @@ def recheck_module(name: str, k: int) -> dict:
     return {"module": name, "seconds": time.perf_counter() - t0, "baseline": float("nan")}
 
 
+def _recheck_record(name: str, tree: Path) -> dict:
+    """``recheck_module`` from the committed record of the last run (no session on this machine):
+    its survivors, fast tests then slow, and the record rewritten with the new outcomes."""
+    t0 = time.perf_counter()
+    src, tests = MODULES[name]
+    rec = _record(name)
+    fast_cmd, slow_cmd = _test_command(tests), _test_command(tests, "-m slow", fast=False)
+    todo = [m for m in rec["mutants"] if m["outcome"] in ("survived", "unchecked")]
+    fast_kills = slow_kills = 0
+    for m in todo:
+        out = _mutate_and_test(src, m["operator"], m["occurrence"], fast_cmd, tree)
+        if _diff_lines(out.get("diff", "")) != (m["old"], m["new"]):
+            raise SystemExit(f"{name}: {src} changed since its run ({m['operator']} #{m['occurrence']} is "
+                             f"another mutant now); run it afresh: python scripts/mutation.py {name} --fresh")
+        if str(out.get("test_outcome")).lower() == "killed":
+            m["outcome"], fast_kills = "killed", fast_kills + 1
+        else:
+            out = _mutate_and_test(src, m["operator"], m["occurrence"], slow_cmd, tree)
+            killed = str(out.get("test_outcome") or out.get("worker_outcome")).lower() == "killed"
+            m["outcome"] = "killed-slow" if killed else "survived"
+            slow_kills += killed
+        _write_record(rec)  # a stopped recheck keeps its verdicts
+    _write_record(rec)
+    print(f"{name}: {fast_kills} of {len(todo)} survivors now killed by the fast tests, "
+          f"{slow_kills} more by the slow ones", flush=True)
+    return {"module": name, "seconds": time.perf_counter() - t0, "baseline": float("nan")}
+
+
 # --------------------------------------------------------------------------- results and triage
 
 
@@ -274,19 +390,63 @@ def _diff_lines(diff: str):
     return " ".join(s.strip() for s in old), " ".join(s.strip() for s in new)
 
 
-def results(name: str) -> list:
-    """One dict per mutant that ran: operator, line, original and mutated text, outcome."""
+def _source_hash(name: str) -> str:
+    return hashlib.sha256((ROOT / MODULES[name][0]).read_bytes()).hexdigest()
+
+
+def _record(name: str):
+    f = RESULTS / f"{name}.json"
+    return json.loads(f.read_text()) if f.exists() else None
+
+
+def _write_record(rec: dict) -> None:
+    """One mutant a line, so that a rerun's changes read as a short diff."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    body = ",\n".join(json.dumps({k: v for k, v in m.items() if k != "module"}, sort_keys=True)
+                      for m in rec["mutants"])
+    head = json.dumps({k: v for k, v in rec.items() if k != "mutants"}, sort_keys=True)[:-1]
+    (RESULTS / f"{rec['module']}.json").write_text(head + ', "mutants": [\n' + body + "\n]}\n")
+
+
+def save_record(name: str) -> None:
+    """Write ``mutation/results/NAME.json`` from the module's session on this machine: every
+    mutant (operator, occurrence, line, original and mutated text, outcome), the mutants not run
+    yet, the run time and the hash of the source the mutants were made from."""
     session = WORK / f"{name}.sqlite"
     if not session.exists():
-        return []
+        return
+    muts = _results_from_session(name)
+    tfile = WORK / f"{name}.time"
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    sha = WORK / f"{name}.sha256"
+    rec = {"module": name, "source": MODULES[name][0],
+           "source_sha256": sha.read_text().strip() if sha.exists() else _source_hash(name),
+           "seconds": float(tfile.read_text().split()[0]) if tfile.exists() else None,
+           "not_run": pending(name), "mutants": muts}
+    _write_record(rec)
+
+
+def results(name: str) -> list:
+    """One dict per mutant that ran: operator, line, original and mutated text, outcome (from the
+    session on this machine, else from the committed record of the last run)."""
+    session = WORK / f"{name}.sqlite"
+    if not session.exists():
+        rec = _record(name)
+        return [dict(m, module=name) for m in rec["mutants"]] if rec else []
+    return _results_from_session(name)
+
+
+def _results_from_session(name: str) -> list:
+    session = WORK / f"{name}.sqlite"
     con = sqlite3.connect(session)
     rows = con.execute(
-        "select m.job_id, m.operator_name, m.start_pos_row, r.worker_outcome, r.test_outcome, r.diff "
-        "from mutation_specs m join work_results r on m.job_id = r.job_id").fetchall()
+        "select m.job_id, m.operator_name, m.occurrence, m.start_pos_row, r.worker_outcome, r.test_outcome, "
+        "r.diff from mutation_specs m join work_results r on m.job_id = r.job_id "
+        "order by m.start_pos_row, m.operator_name, m.occurrence").fetchall()
     sk = WORK / f"{name}.slow.json"
     verdicts = json.loads(sk.read_text()) if sk.exists() else {}
     out = []
-    for job, op, row, worker, test, diff in rows:
+    for job, op, occ, row, worker, test, diff in rows:
         worker, test = (worker or "").lower(), (test or "").lower()
         if worker == "skipped":  # filtered out (operator not kept, or a pragma)
             continue
@@ -294,7 +454,8 @@ def results(name: str) -> list:
         outcome = test if worker == "normal" else worker
         if outcome == "survived":  # the fast tests missed it: what did the slow ones say?
             outcome = {"killed": "killed-slow", None: "unchecked"}.get(verdicts.get(job), "survived")
-        out.append({"module": name, "operator": op, "line": row, "old": old, "new": new, "outcome": outcome})
+        out.append({"module": name, "operator": op, "occurrence": occ, "line": row, "old": old, "new": new,
+                    "outcome": outcome})
     return out
 
 
@@ -302,7 +463,8 @@ def pending(name: str) -> int:
     """Mutants of the module's session that have not run yet (a run stopped before its end)."""
     session = WORK / f"{name}.sqlite"
     if not session.exists():
-        return 0
+        rec = _record(name)
+        return rec["not_run"] if rec else 0
     con = sqlite3.connect(session)
     return con.execute("select count(*) from mutation_specs m left join work_results r on m.job_id = r.job_id "
                        "where r.job_id is null").fetchone()[0]
@@ -341,6 +503,7 @@ def report() -> int:
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     untriaged = []
     for name in MODULES:
+        save_record(name)  # the committed record follows this machine's session, when there is one
         res = results(name)
         if not res:
             continue
@@ -358,8 +521,12 @@ def report() -> int:
         hi = (killed + timeout + unchecked) / denom if denom else float("nan")
         # an unchecked survivor may yet be killed by the slow tests: the rate lies between lo and hi
         rate_text = f"{100 * lo:.1f} %" if not unchecked else f"{100 * lo:.1f}-{100 * hi:.1f} %"
-        tfile = WORK / f"{name}.time"
-        secs = tfile.read_text().split()[0] if tfile.exists() else "?"
+        rec = _record(name)
+        if rec and rec["source_sha256"] != _source_hash(name):
+            rate_text += " (source changed since the run)"
+        tfile, rec = WORK / f"{name}.time", _record(name)
+        secs = (tfile.read_text().split()[0] if tfile.exists()
+                else f"{rec['seconds']:.0f}" if rec and rec.get("seconds") else "?")
         lines.append(f"| {name} | {len(res)} | {pending(name)} | {killed} ({by_slow}) | {timeout} | {len(surv)} | "
                      f"{len(equiv)} | {unchecked} | {incompetent} | {rate_text} | {secs} |")
     lines += ["", f"## Survivors not triaged ({len(untriaged)})", ""]

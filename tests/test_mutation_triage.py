@@ -25,3 +25,49 @@ def test_each_curated_mutant_names_one_line_of_its_module(entry):
         f"{entry['module']}: the line {entry['old']!r} is not in the source exactly once; "
         "update mutation/triage.toml")
     assert entry["new"] != entry["old"] and entry["select"]
+
+
+# ----------------------------------------------------------------------------------------------
+# the runner's bookkeeping (scripts/mutation.py): the committed records and the test selection
+# ----------------------------------------------------------------------------------------------
+
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("mutation_runner", ROOT / "scripts" / "mutation.py")
+mutation = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(mutation)
+
+_OUTCOMES = {"killed", "killed-slow", "survived", "timeout", "incompetent", "unchecked", "abnormal", "exception"}
+
+
+@pytest.mark.parametrize("record", sorted((ROOT / "mutation" / "results").glob("*.json")), ids=lambda p: p.stem)
+def test_each_committed_record_names_its_mutants(record):
+    rec = json.loads(record.read_text())
+    assert rec["module"] == record.stem and rec["module"] in mutation.MODULES
+    assert rec["source"] == mutation.MODULES[rec["module"]][0] and len(rec["source_sha256"]) == 64
+    assert rec["mutants"] and rec["not_run"] >= 0
+    for m in rec["mutants"]:
+        assert m["outcome"] in _OUTCOMES, m
+        assert m["old"] != m["new"] and m["line"] >= 1 and m["occurrence"] >= 0 and m["operator"].startswith("core/")
+
+
+def test_a_record_is_read_back_as_written(tmp_path, monkeypatch):
+    monkeypatch.setattr(mutation, "RESULTS", tmp_path)
+    monkeypatch.setattr(mutation, "WORK", tmp_path / "work")  # no session on this machine
+    muts = [{"operator": "core/NumberReplacer", "occurrence": 3, "line": 7, "old": "a = 1", "new": "a = 2",
+             "outcome": "survived"}]
+    mutation._write_record({"module": "rmt", "source": "aim_tutorial/rmt.py", "source_sha256": "0" * 64,
+                            "seconds": 12.0, "not_run": 5, "mutants": muts})
+    assert mutation.results("rmt") == [dict(muts[0], module="rmt")]
+    assert mutation.pending("rmt") == 5
+    assert len((tmp_path / "rmt.json").read_text().splitlines()) == 3  # one mutant a line: short diffs
+
+
+def test_coverage_contexts_become_the_module_s_node_ids():
+    tests = mutation.MODULES["rmt"][1]
+    assert mutation._node_id("test_rmt.test_stieltjes", tests) == "tests/test_rmt.py::test_stieltjes"
+    assert mutation._node_id("tests.test_rmt.TestX.test_y", tests) == "tests/test_rmt.py::TestX::test_y"
+    # the hostile sweep is narrowed to the module's own case, as in the module's test list
+    assert (mutation._node_id("test_hostile.test_module_refuses_bad_input", tests)
+            == "tests/test_hostile.py::test_module_refuses_bad_input[rmt]")
