@@ -63,6 +63,8 @@ def real(name: str, value, *, allow_nan: bool = False) -> float:
         return value
     if isinstance(value, (bool, np.bool_)) or value is None or isinstance(value, (str, bytes)):
         raise ArgumentTypeError(f"{name} must be a real number, got {value!r}")
+    if np.issubdtype(getattr(value, "dtype", np.float64), np.bool_):  # a 0-d boolean array
+        raise ArgumentTypeError(f"{name} must be a real number, got the boolean {value!r}")
     if isinstance(value, complex) or np.iscomplexobj(value):
         raise ArgumentTypeError(f"{name} must be a real number, got the complex {value!r}")
     if np.ndim(value) != 0:

@@ -39,7 +39,8 @@ D, T_, N = 8, 2, 12  # tiny sizes: every valid call takes milliseconds
 # bad values by kind of argument
 # ----------------------------------------------------------------------------------------------
 
-_NOT_NUMBERS = [True, "1", None, 1 + 1j, [1.0]]
+# (a 0-d boolean array is a bool too: np.asarray(flag) must not pass as the number 1)
+_NOT_NUMBERS = [True, np.array(True), "1", None, 1 + 1j, [1.0]]
 
 
 def _bad_positive():
