@@ -192,7 +192,9 @@ _LOG_DMIN, _LOG_DMAX, _N_DELTA = -6.0, 6.0, 241
 class _DenoisingTable(NamedTuple):
     rho: float
     log_delta_of_log_m: CubicSpline  # log Delta as a function of log m
-    psi_spline: CubicSpline  # antiderivative in u = log Delta of (Q0 - mmse) e^{-u} / 4
+    # int_u^{u_max} (Q0 - mmse) e^{-u'} / 4 du' (u = log Delta), a spline in v = -u: summed from the
+    # top of the table down, so that small q_hat = e^{-u} (small values) lose no digits
+    psi_spline: CubicSpline
     u_max: float
     slope: float  # lim mmse/Delta at Delta -> 0
     log_m_min: float
@@ -208,6 +210,14 @@ def _increasing(v):
     extremes of the table may not be)."""
     v = np.asarray(v, dtype=float)
     return v > np.maximum.accumulate(np.concatenate([[-np.inf], v[:-1]]))
+
+
+def _tail_integral(u, f) -> CubicSpline:
+    """``v -> int_{-v}^{u[-1]} f(u') du'`` from the cubic spline of ``f`` on the grid ``u``: the
+    integral from the top of the grid down. (The antiderivative from ``u[0]`` up, differenced at
+    ``u[-1]``, would lose every digit of the small values: at rho = 1e-5 it is 2.5e5 at the top,
+    where psi(1e-8) = 2.5e-14.)"""
+    return CubicSpline(-u[::-1], f[::-1]).antiderivative()
 
 
 @functools.lru_cache(maxsize=64)
@@ -230,7 +240,7 @@ def _denoising_table(rho: float) -> _DenoisingTable:
         inv = CubicSpline(x, u_k)
         Q0 = 1 + rho
         f = (Q0 - m) * np.exp(-u) / 4
-        psi_spline = CubicSpline(u, f).antiderivative()
+        psi_spline = _tail_integral(u, f)
         slope = dof_fraction(rho)
         # the bounds in log m are not used by this table (it is indexed by x): NaN
         return _DenoisingTable(rho, inv, psi_spline, float(u[-1]), slope, math.nan, math.nan,
@@ -240,7 +250,7 @@ def _denoising_table(rho: float) -> _DenoisingTable:
     inv = CubicSpline(logm, u_k)
     Q0 = 1 + rho
     f = (Q0 - m) * np.exp(-u) / 4
-    psi_spline = CubicSpline(u, f).antiderivative()
+    psi_spline = _tail_integral(u, f)
     slope = dof_fraction(rho)
     return _DenoisingTable(rho, inv, psi_spline, float(u[-1]), slope, float(logm[0]), float(logm[-1]))
 
@@ -270,7 +280,7 @@ def _psi(tab: _DenoisingTable, q_hat):
     u0 = -np.log(q_hat)
     tail = (Q0 - 1) * np.exp(-tab.u_max) / 4  # beyond the table, mmse ~ 1
     uc = np.clip(u0, _LOG_DMIN * math.log(10), tab.u_max)
-    val = tab.psi_spline(tab.u_max) - tab.psi_spline(uc) + tail
+    val = tab.psi_spline(-uc) + tail
     # below the table (q_hat > e^{12 ln 10}) mmse ~ slope * Delta: int (Q0 - slope / x) / 4 dx
     lo = u0 < _LOG_DMIN * math.log(10)
     q_max = 10.0**(-_LOG_DMIN)
