@@ -215,6 +215,35 @@ def test_rie_known_cases():
     np.testing.assert_allclose(np.diag(out), aim.rie_eigenvalues(np.arange(d), 0.1, 1.0), atol=1e-12)
 
 
+@pytest.mark.parametrize("f", [aim.mmse_denoising, lambda d, r: aim.spectral_integral(d, r, 1)],
+                         ids=["mmse_denoising", "spectral_integral"])
+def test_delta_and_rho_arrays_are_checked_entry_by_entry(f):
+    # an entry 0 (or -0.0, or between -1 and 0) is refused, in delta and in rho alike
+    for bad in ([0.1, 0.0], [0.1, -0.0], [0.1, -0.5]):
+        with pytest.raises(ValueError, match=r"delta must have entries in \(0, inf\)"):
+            f(np.array(bad), 0.5)
+        with pytest.raises(ValueError, match=r"rho must have entries in \(0, inf\)"):
+            f(0.1, np.array(bad))
+    # an empty array is a valid batch of no settings
+    assert np.shape(f(np.array([]), 0.5)) == (0,)
+    # a Python int beyond float's exact range is a number like any other (not an object array)
+    assert f(2**80, 0.5) == f(float(2**80), 0.5)
+    assert f(0.1, 2**80) == f(0.1, float(2**80))
+
+
+def test_evaluation_points_accept_any_real_scalar():
+    big = 2**80  # a Python int that NumPy would hold as an object array
+    assert float(aim.semicircle_density(big, 1.0)) == 0.0
+    assert aim.marchenko_pastur_density(big, 0.5).density == 0.0
+    assert aim.spectral_density(big, 0.1, 0.5) == 0.0
+    for f in (aim.semicircle_density, lambda x: aim.marchenko_pastur_density(x, 0.5)):
+        for bad in (True, None, "1.0"):  # refused as what they are, with what x may be
+            with pytest.raises(TypeError, match="x must be a finite real number or array, got"):
+                f(bad)
+        with pytest.raises(TypeError, match="x must be a real number, got the boolean"):
+            f(np.array(True))
+
+
 def test_invalid_arguments():
     Y = np.eye(3)
     with pytest.raises(ValueError, match="delta"):
