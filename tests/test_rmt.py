@@ -911,3 +911,39 @@ def test_zprime_is_the_derivative_of_the_inverse_function():
                           for g in G])
     scale = 1.0 / G**2 + s**2 / (s - G) ** 2 + delta
     assert np.all(np.abs(rmt._zprime(G, delta, s) - exact) <= 8 * np.finfo(float).eps * scale)
+
+
+def _poly_with_roots(roots, lead):
+    """Float coefficients (highest power first) of lead * prod (g - r), computed in 60 digits."""
+    import mpmath
+
+    with mpmath.workdps(60):
+        c = [mpmath.mpf(lead)]
+        for r in roots:
+            r = mpmath.mpf(r)
+            c = [a - r * b for a, b in zip(c + [mpmath.mpf(0)], [mpmath.mpf(0)] + c)]
+        return [float(x) for x in c]
+
+
+@pytest.mark.parametrize("roots", [
+    [1e-12, 2e-12, -3.0, 1e9],          # a close pair, a root of order one, a large one
+    [-1e-150, 5e-20, 1.0, 1e40],        # four groups, far apart
+    [1e-8, -1e-4, 2.0, 3.0],            # groups within 1e4 of each other: merged
+    [1e-30, -3e-30, 1e30, 2e30],        # two pairs 1e60 apart
+    [-2.0, 1e-40, 1e-20, 1.0, 1e20],    # a quintic
+    [7e-300, 1e-100, -1e100],           # the whole range of floats
+    [1e-150, -1e-100, 1e-50, 1.0, -1e50, 1e100, 1e150],  # seven groups, 1e50 apart
+    [1e-3, 2e-3, -5e-3, 1.0, 1e3, -1e6, 3e7],  # ratios about the 1e4 at which edges are merged
+])
+@pytest.mark.parametrize("lead", [1.0, 1e-25, 3e30])
+def test_roots_scaled_finds_roots_many_decades_apart(roots, lead):
+    """The Newton-polygon root finder (used for the edges below delta = 1e-20) on polynomials of
+    known real roots: each to 1e-12 relative (measured: at most 5.5e-14 over these cases)."""
+    coeffs = _poly_with_roots(roots, lead)
+    if not all(0 < abs(c) < np.inf for c in coeffs):
+        pytest.skip("a coefficient would overflow or underflow")
+    got = rmt._roots_scaled(coeffs)
+    assert got.size == len(roots)
+    got = got[np.argsort(got.real)]
+    ref = np.sort(np.array(roots, dtype=float))
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=0)
