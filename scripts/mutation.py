@@ -118,11 +118,14 @@ def _python() -> str:
 
 def _test_command(tests, extra="", fast=True) -> str:
     marker = "-m 'not slow' " if fast else ""
-    return f"{_python()} -m pytest -x -q -p no:cacheprovider {marker}{' '.join(map(shlex.quote, tests))} {extra}".strip()
+    # (the plugins are not auto-loaded, _env(): nbval's Jupyter imports alone took 2 s of each mutant)
+    return (f"{_python()} -m pytest -x -q -p no:cacheprovider -p _hypothesis_pytestplugin {marker}"
+            f"{' '.join(map(shlex.quote, tests))} {extra}").strip()
 
 
 def _env() -> dict:
     env = dict(os.environ)
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # only Hypothesis's plugin, named in _test_command
     # every mutant recompiles only what its change touches (JAX's persistent compilation cache)
     env.setdefault("JAX_COMPILATION_CACHE_DIR", str(WORK / "jax_cache"))
     env.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
@@ -199,29 +202,62 @@ def _baseline_seconds(tree: Path, tests) -> float:
     return time.perf_counter() - t0
 
 
-def _coverage_map(name: str, tree: Path) -> dict:
+def _coverage_map(name: str, tree: Path, slow: bool = False) -> dict:
     """Line of the module -> the test node ids (``file::function``) of its fast tests that run it,
     from one run of those tests under coverage with one context per test function. A line run
     only at import (a constant, a ``def``) maps to no test: its mutants meet every test."""
     from coverage import CoverageData
 
     src, tests = MODULES[name]
+    files = sorted({src, *(t.split("::")[0] for t in tests)})
+    stamp = hashlib.sha256(b"".join((tree / f).read_bytes() for f in files)).hexdigest()
+    saved = WORK / f"{name}.{'slow' if slow else 'fast'}-lines.json"
+    if saved.exists() and json.loads(saved.read_text())["stamp"] == stamp:  # same source, same tests
+        return {int(k): v for k, v in json.loads(saved.read_text())["lines"].items()}
     data_file = WORK / f"{name}.coverage"
     rc = WORK / f"{name}.coveragerc"
     rc.write_text(f"[run]\ndynamic_context = test_function\ndata_file = {data_file}\ninclude = {src}\n")
     data_file.unlink(missing_ok=True)
     cmd = [_python(), "-m", "coverage", "run", f"--rcfile={rc}", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-           "-m", "not slow", *tests]
+           "-p", "_hypothesis_pytestplugin", "-m", "slow" if slow else "not slow", *tests]
     r = subprocess.run(cmd, cwd=tree, env=_env(), capture_output=True, text=True)
-    if r.returncode != 0:
+    if r.returncode not in (0, 5):  # (5: no test is marked slow)
         raise SystemExit(f"the unmutated tests fail under coverage in {tree}:\n{r.stdout[-2000:]}")
     cov = CoverageData(basename=str(data_file))
     cov.read()
-    path = next(f for f in cov.measured_files() if f.endswith(src))
+    path = next((f for f in cov.measured_files() if f.endswith(src)), None)
+    if path is None:  # no test ran (none is marked slow): every line maps to no test
+        saved.write_text(json.dumps({"stamp": stamp, "lines": {}}))
+        return {}
     ids = {}
     for line, contexts in cov.contexts_by_lineno(path).items():
         ids[line] = sorted({_node_id(c, tests) for c in contexts if c})
+    saved.write_text(json.dumps({"stamp": stamp, "lines": ids}))
     return ids
+
+
+def _tests_of(lines: dict, first_line, rows) -> list | None:
+    """The tests that run the rows ``rows`` of a mutant (a line of a statement that spans several
+    counts with the statement's first line): ``None`` when no test runs any of them, ``[]`` when
+    one of them runs only at import (every test then meets the mutant), else their union."""
+    per_row = []
+    for row in rows:
+        hit = [lines[r] for r in {row, first_line(row)} if r in lines]
+        per_row.append(None if not hit else sorted({t for h in hit for t in h}) if all(hit) else [])
+    if all(h is None for h in per_row):
+        return None
+    if any(not h for h in per_row):
+        return []
+    return sorted({t for h in per_row for t in h})
+
+
+def _first_line(name: str):
+    """Row -> the first row of the statement it belongs to (coverage's parser of the module)."""
+    from coverage.parser import PythonParser
+
+    parser = PythonParser(text=(ROOT / MODULES[name][0]).read_text(), filename=MODULES[name][0])
+    parser.parse_source()
+    return parser.first_line
 
 
 def _node_id(context: str, tests) -> str:
@@ -245,14 +281,20 @@ def _fast_pass(name: str, session: Path, tree: Path, timeout: float) -> None:
         "left join work_results r on m.job_id = r.job_id where r.job_id is null order by m.start_pos_row").fetchall()
     if not todo:
         return
-    lines = _coverage_map(name, tree)
+    lines, first_line = _coverage_map(name, tree), _first_line(name)
     full = _test_command(tests)
     for job, op, occ, row0, row1 in todo:
-        sel = sorted({t for row in range(row0, row1 + 1) for t in lines.get(row, [])})
+        sel = _tests_of(lines, first_line, range(row0, row1 + 1))
         out = {}
-        if sel and all(lines.get(row) for row in range(row0, row1 + 1)):  # run by tests, not at import only
+        if sel is None:
+            # no fast test runs the line (nor the import): none can see the change (the tests are
+            # deterministic, and a change to a line cannot make it reached); the slow pass decides
+            out = {"worker_outcome": "normal", "test_outcome": "survived", "output": "no fast test runs the line",
+                   "diff": _mutate_and_test(src, op, occ, "true", tree).get("diff", "")}
+        elif sel:  # run by these tests (not at import: that is every test)
             out = _mutate_and_test(src, op, occ, _test_command(sel), tree, timeout)
-        if str(out.get("test_outcome")).lower() != "killed" and out.get("worker_outcome") != "timeout":
+        if not out.get("output", "").startswith("no fast test") and str(out.get("test_outcome")).lower() != "killed" \
+                and out.get("worker_outcome") != "timeout":
             out = _mutate_and_test(src, op, occ, full, tree, timeout)
         con.execute("insert into work_results (worker_outcome, output, test_outcome, diff, job_id) "
                     "values (?, ?, ?, ?, ?)",
@@ -276,10 +318,22 @@ def _slow_pass(name: str, survivors, tree: Path, verdicts: dict) -> None:
     src, tests = MODULES[name]
     slow_file = WORK / f"{name}.slow.json"
     slow_cmd = _test_command(tests, "-m slow", fast=False)
-    for job, op, occ in survivors:
-        if job in verdicts:
-            continue
-        out = _mutate_and_test(src, op, occ, slow_cmd, tree)
+    todo = [sv for sv in survivors if sv[0] not in verdicts]
+    if not todo:
+        return
+    lines, first_line = _coverage_map(name, tree, slow=True), _first_line(name)  # which slow tests run each line
+    con = sqlite3.connect(WORK / f"{name}.sqlite")
+    rows = dict(((j, (r0, r1)) for j, r0, r1 in con.execute(
+        "select job_id, start_pos_row, end_pos_row from mutation_specs")))
+    for job, op, occ in todo:
+        r0, r1 = rows.get(job, (0, 0))
+        sel = _tests_of(lines, first_line, range(r0, r1 + 1))
+        if sel is None:
+            out = {"test_outcome": "survived"}  # no slow test runs the line: none can see the change
+        elif sel:
+            out = _mutate_and_test(src, op, occ, _test_command(sel, fast=False), tree)
+        else:
+            out = _mutate_and_test(src, op, occ, slow_cmd, tree)
         # pytest exits 5 when no test is marked slow: that is a survivor too
         verdicts[job] = str(out.get("test_outcome") or out.get("worker_outcome")).lower()
         slow_file.write_text(json.dumps(verdicts))

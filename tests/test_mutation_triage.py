@@ -71,3 +71,23 @@ def test_coverage_contexts_become_the_module_s_node_ids():
     # the hostile sweep is narrowed to the module's own case, as in the module's test list
     assert (mutation._node_id("test_hostile.test_module_refuses_bad_input", tests)
             == "tests/test_hostile.py::test_module_refuses_bad_input[rmt]")
+
+
+def test_a_mutant_meets_the_tests_that_run_its_lines():
+    lines = {10: ["tests/a.py::t1"], 11: ["tests/a.py::t2"], 20: [], 30: ["tests/a.py::t3"]}
+    first = {12: 11, 31: 30}.get
+    first_line = lambda row: first(row, row)  # noqa: E731
+    assert mutation._tests_of(lines, first_line, [10]) == ["tests/a.py::t1"]
+    assert mutation._tests_of(lines, first_line, [10, 11]) == ["tests/a.py::t1", "tests/a.py::t2"]
+    # the continuation line of a statement counts with its first line
+    assert mutation._tests_of(lines, first_line, [12]) == ["tests/a.py::t2"]
+    # a line run at import (a default, a constant) meets every test: []
+    assert mutation._tests_of(lines, first_line, [20]) == []
+    assert mutation._tests_of(lines, first_line, [10, 20]) == []
+    # a line no test runs: None (no test can see the change)
+    assert mutation._tests_of(lines, first_line, [40]) is None
+    # the first lines of real statements, from coverage's parser of the module
+    fl = mutation._first_line("rmt")
+    src = (ROOT / "aim_tutorial" / "rmt.py").read_text().splitlines()
+    row = next(i for i, s in enumerate(src, 1) if s.strip() == ">= 0")  # the hull test's last line
+    assert src[fl(row) - 1].strip() == "while ("
