@@ -231,7 +231,10 @@ def _coverage_map(name: str, tree: Path, slow: bool = False) -> dict:
         return {}
     ids = {}
     for line, contexts in cov.contexts_by_lineno(path).items():
-        ids[line] = sorted({_node_id(c, tests) for c in contexts if c})
+        nodes = {_node_id(c, tests) for c in contexts if c}
+        # a context that is no test of ours (Hypothesis names its runner "test_function"): the line
+        # ran under some test that cannot be named, so it meets every test, like an import-time line
+        ids[line] = [] if any(not (tree / n.split("::")[0]).exists() for n in nodes) else sorted(nodes)
     saved.write_text(json.dumps({"stamp": stamp, "lines": ids}))
     return ids
 
@@ -270,6 +273,12 @@ def _node_id(context: str, tests) -> str:
     return narrower[0] if len(narrower) == 1 else node
 
 
+def _failed(out: dict) -> bool:
+    """A kill by a failing test (or a test's error), not by a command that ran no test."""
+    return (str(out.get("test_outcome")).lower() == "killed"
+            and re.search(r"\b\d+ (failed|errors?)\b", out.get("output") or "") is not None)
+
+
 def _fast_pass(name: str, session: Path, tree: Path, timeout: float) -> None:
     """Each mutant of the session without a result, first against the fast tests that run its line
     (coverage), then, if it survives them, against all the module's fast tests; the result is
@@ -293,6 +302,8 @@ def _fast_pass(name: str, session: Path, tree: Path, timeout: float) -> None:
                    "diff": _mutate_and_test(src, op, occ, "true", tree).get("diff", "")}
         elif sel:  # run by these tests (not at import: that is every test)
             out = _mutate_and_test(src, op, occ, _test_command(sel), tree, timeout)
+            if not _failed(out):  # (pytest's usage errors, "no tests ran", are no kill)
+                out = {}
         if not out.get("output", "").startswith("no fast test") and str(out.get("test_outcome")).lower() != "killed" \
                 and out.get("worker_outcome") != "timeout":
             out = _mutate_and_test(src, op, occ, full, tree, timeout)
@@ -332,6 +343,8 @@ def _slow_pass(name: str, survivors, tree: Path, verdicts: dict) -> None:
             out = {"test_outcome": "survived"}  # no slow test runs the line: none can see the change
         elif sel:
             out = _mutate_and_test(src, op, occ, _test_command(sel, fast=False), tree)
+            if not _failed(out):
+                out = {"test_outcome": "survived"}
         else:
             out = _mutate_and_test(src, op, occ, slow_cmd, tree)
         # pytest exits 5 when no test is marked slow: that is a survivor too

@@ -91,3 +91,17 @@ def test_a_mutant_meets_the_tests_that_run_its_lines():
     src = (ROOT / "aim_tutorial" / "rmt.py").read_text().splitlines()
     row = next(i for i, s in enumerate(src, 1) if s.strip() == ">= 0")  # the hull test's last line
     assert src[fl(row) - 1].strip() == "while ("
+
+
+def test_only_a_failing_test_is_a_kill():
+    assert mutation._failed({"test_outcome": "killed", "output": "F\n1 failed, 3 passed in 2.0s"})
+    assert mutation._failed({"test_outcome": "killed", "output": "E\n1 error in 2.0s"})
+    # pytest's exit status 4 (a node id it cannot find) or 5 (no test collected) is no kill
+    assert not mutation._failed({"test_outcome": "killed", "output": "\nno tests ran in 0.81s\n"})
+    assert not mutation._failed({"test_outcome": "survived", "output": "3 passed in 2.0s"})
+
+
+def test_hypothesis_s_runner_is_no_node_id(tmp_path):
+    # coverage names Hypothesis's inner runner "test_function": such a context is no test file
+    node = mutation._node_id("hypothesis.internal.conjecture.engine.ConjectureRunner.test_function", [])
+    assert not (ROOT / node.split("::")[0]).exists()
