@@ -203,9 +203,10 @@ def _baseline_seconds(tree: Path, tests) -> float:
 
 
 def _coverage_map(name: str, tree: Path, slow: bool = False) -> dict:
-    """Line of the module -> the test node ids (``file::function``) of its fast tests that run it,
-    from one run of those tests under coverage with one context per test function. A line run
-    only at import (a constant, a ``def``) maps to no test: its mutants meet every test."""
+    """Line of the module -> the node ids of its fast (or ``slow``) tests that run it, from one run
+    of those tests under coverage with one context per test (a plugin switches it at each test's
+    setup). A line run only at import (a constant, a ``def``) maps to no test: its mutants meet
+    every test."""
     from coverage import CoverageData
 
     src, tests = MODULES[name]
@@ -216,11 +217,14 @@ def _coverage_map(name: str, tree: Path, slow: bool = False) -> dict:
         return {int(k): v for k, v in json.loads(saved.read_text())["lines"].items()}
     data_file = WORK / f"{name}.coverage"
     rc = WORK / f"{name}.coveragerc"
-    rc.write_text(f"[run]\ndynamic_context = test_function\ndata_file = {data_file}\ninclude = {src}\n")
+    rc.write_text(f"[run]\ndata_file = {data_file}\ninclude = {src}\n")
+    (WORK / "_mutation_contexts.py").write_text(_CONTEXT_PLUGIN)
     data_file.unlink(missing_ok=True)
     cmd = [_python(), "-m", "coverage", "run", f"--rcfile={rc}", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-           "-p", "_hypothesis_pytestplugin", "-m", "slow" if slow else "not slow", *tests]
-    r = subprocess.run(cmd, cwd=tree, env=_env(), capture_output=True, text=True)
+           "-p", "_hypothesis_pytestplugin", "-p", "_mutation_contexts", "-m", "slow" if slow else "not slow", *tests]
+    env = _env()
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(WORK), env.get("PYTHONPATH")]))
+    r = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
     if r.returncode not in (0, 5):  # (5: no test is marked slow)
         raise SystemExit(f"the unmutated tests fail under coverage in {tree}:\n{r.stdout[-2000:]}")
     cov = CoverageData(basename=str(data_file))
@@ -231,10 +235,7 @@ def _coverage_map(name: str, tree: Path, slow: bool = False) -> dict:
         return {}
     ids = {}
     for line, contexts in cov.contexts_by_lineno(path).items():
-        nodes = {_node_id(c, tests) for c in contexts if c}
-        # a context that is no test of ours (Hypothesis names its runner "test_function"): the line
-        # ran under some test that cannot be named, so it meets every test, like an import-time line
-        ids[line] = [] if any(not (tree / n.split("::")[0]).exists() for n in nodes) else sorted(nodes)
+        ids[line] = sorted(c for c in contexts if c)  # the node ids of the tests (context "": the import)
     saved.write_text(json.dumps({"stamp": stamp, "lines": ids}))
     return ids
 
@@ -263,14 +264,24 @@ def _first_line(name: str):
     return parser.first_line
 
 
-def _node_id(context: str, tests) -> str:
-    """``test_x.test_f`` (coverage's test-function context) -> ``tests/test_x.py::test_f``, or
-    the module's own narrower node id of that function (a parametrised case it names)."""
-    parts = context.split(".")
-    parts = parts[1:] if parts[0] == "tests" else parts  # (tests/ is not a package: test_x.test_f)
-    node = f"tests/{parts[0]}.py::" + "::".join(parts[1:])
-    narrower = [t for t in tests if t.startswith(node + "[")]
-    return narrower[0] if len(narrower) == 1 else node
+# a pytest plugin for the coverage run: each test's lines (its fixtures' too) under its node id
+_CONTEXT_PLUGIN = '''"""Coverage contexts named by pytest node ids (written by scripts/mutation.py)."""
+import coverage
+import pytest
+
+
+def _switch(name):
+    cov = coverage.Coverage.current()
+    if cov is not None:
+        cov.switch_context(name)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _switch(item.nodeid)
+    yield
+    _switch("")
+'''
 
 
 def _failed(out: dict) -> bool:

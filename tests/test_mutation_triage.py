@@ -64,15 +64,6 @@ def test_a_record_is_read_back_as_written(tmp_path, monkeypatch):
     assert len((tmp_path / "rmt.json").read_text().splitlines()) == 3  # one mutant a line: short diffs
 
 
-def test_coverage_contexts_become_the_module_s_node_ids():
-    tests = mutation.MODULES["rmt"][1]
-    assert mutation._node_id("test_rmt.test_stieltjes", tests) == "tests/test_rmt.py::test_stieltjes"
-    assert mutation._node_id("tests.test_rmt.TestX.test_y", tests) == "tests/test_rmt.py::TestX::test_y"
-    # the hostile sweep is narrowed to the module's own case, as in the module's test list
-    assert (mutation._node_id("test_hostile.test_module_refuses_bad_input", tests)
-            == "tests/test_hostile.py::test_module_refuses_bad_input[rmt]")
-
-
 def test_a_mutant_meets_the_tests_that_run_its_lines():
     lines = {10: ["tests/a.py::t1"], 11: ["tests/a.py::t2"], 20: [], 30: ["tests/a.py::t3"]}
     first = {12: 11, 31: 30}.get
@@ -99,9 +90,3 @@ def test_only_a_failing_test_is_a_kill():
     # pytest's exit status 4 (a node id it cannot find) or 5 (no test collected) is no kill
     assert not mutation._failed({"test_outcome": "killed", "output": "\nno tests ran in 0.81s\n"})
     assert not mutation._failed({"test_outcome": "survived", "output": "3 passed in 2.0s"})
-
-
-def test_hypothesis_s_runner_is_no_node_id(tmp_path):
-    # coverage names Hypothesis's inner runner "test_function": such a context is no test file
-    node = mutation._node_id("hypothesis.internal.conjecture.engine.ConjectureRunner.test_function", [])
-    assert not (ROOT / node.split("::")[0]).exists()
