@@ -202,6 +202,33 @@ def _baseline_seconds(tree: Path, tests) -> float:
     return time.perf_counter() - t0
 
 
+def _resume_from_record(name: str, session: Path) -> None:
+    """A new session (another machine) takes over the outcomes of the committed record of an
+    unfinished run of the same source, so that the run goes on where it stopped."""
+    rec = _record(name)
+    if rec is None or rec["source_sha256"] != _source_hash(name):
+        return
+    con = sqlite3.connect(session)
+    jobs = {(op, occ): job for job, op, occ in con.execute(
+        "select m.job_id, m.operator_name, m.occurrence from mutation_specs m left join work_results r "
+        "on m.job_id = r.job_id where r.job_id is null")}
+    verdicts = {}
+    for m in rec["mutants"]:
+        job = jobs.get((m["operator"], m["occurrence"]))
+        if job is None:
+            continue
+        worker, test = {"killed": ("NORMAL", "KILLED"), "timeout": ("TIMEOUT", None),
+                        "incompetent": ("INCOMPETENT", None)}.get(m["outcome"], ("NORMAL", "SURVIVED"))
+        diff = f"--- a\n+++ b\n-{m['old']}\n+{m['new']}\n"
+        con.execute("insert into work_results (worker_outcome, output, test_outcome, diff, job_id) "
+                    "values (?, ?, ?, ?, ?)", (worker, "from mutation/results", test, diff, job))
+        if m["outcome"] in ("killed-slow", "survived"):
+            verdicts[job] = "killed" if m["outcome"] == "killed-slow" else "survived"
+    con.commit()
+    (WORK / f"{name}.slow.json").write_text(json.dumps(verdicts))
+    (WORK / f"{name}.time").write_text(f"{rec.get('seconds') or 0:.0f} 0\n")
+
+
 def _coverage_map(name: str, tree: Path, slow: bool = False) -> dict:
     """Line of the module -> the node ids of its fast (or ``slow``) tests that run it, from one run
     of those tests under coverage with one context per test (a plugin switches it at each test's
@@ -382,6 +409,8 @@ def run_module(name: str, k: int, fresh: bool = False) -> dict:
                     [_bin("cr-filter-operators"), str(session), str(cfg)],
                     [_bin("cr-filter-pragma"), str(session)]):
             subprocess.run(cmd, cwd=tree, env=env, check=True, capture_output=True)
+        if not fresh:
+            _resume_from_record(name, session)
     _fast_pass(name, session, tree, timeout=max(120.0, 4 * base))  # resumes: only mutants without a result
     # the survivors of the fast tests, again against the tests marked slow (the fast ones passed)
     verdicts = json.loads(slow_file.read_text()) if slow_file.exists() else {}

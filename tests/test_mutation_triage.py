@@ -90,3 +90,34 @@ def test_only_a_failing_test_is_a_kill():
     # pytest's exit status 4 (a node id it cannot find) or 5 (no test collected) is no kill
     assert not mutation._failed({"test_outcome": "killed", "output": "\nno tests ran in 0.81s\n"})
     assert not mutation._failed({"test_outcome": "survived", "output": "3 passed in 2.0s"})
+
+
+def test_a_new_session_resumes_from_the_record(tmp_path, monkeypatch):
+    import sqlite3
+
+    monkeypatch.setattr(mutation, "RESULTS", tmp_path)
+    monkeypatch.setattr(mutation, "WORK", tmp_path)
+    monkeypatch.setattr(mutation, "_source_hash", lambda name: "a" * 64)
+    session = tmp_path / "rmt.sqlite"
+    con = sqlite3.connect(session)
+    con.execute("create table mutation_specs (job_id, operator_name, occurrence, start_pos_row, end_pos_row)")
+    con.execute("create table work_results (worker_outcome, output, test_outcome, diff, job_id)")
+    ops = [("j1", "core/NumberReplacer", 0), ("j2", "core/NumberReplacer", 1), ("j3", "core/NumberReplacer", 2)]
+    con.executemany("insert into mutation_specs values (?, ?, ?, 1, 1)", ops)
+    con.commit()
+    muts = [dict(operator="core/NumberReplacer", occurrence=0, line=1, old="a = 1", new="a = 2", outcome="killed"),
+            dict(operator="core/NumberReplacer", occurrence=1, line=1, old="a = 1", new="a = 0", outcome="killed-slow")]
+    mutation._write_record({"module": "rmt", "source": "aim_tutorial/rmt.py", "source_sha256": "a" * 64,
+                            "seconds": 30.0, "not_run": 1, "mutants": muts})
+    mutation._resume_from_record("rmt", session)
+    rows = dict(con.execute("select job_id, test_outcome from work_results").fetchall())
+    assert rows == {"j1": "KILLED", "j2": "SURVIVED"}  # j3 is left to run
+    assert json.loads((tmp_path / "rmt.slow.json").read_text()) == {"j2": "killed"}
+    assert [(m["old"], m["new"], m["outcome"]) for m in mutation._results_from_session("rmt")] == [
+        ("a = 1", "a = 2", "killed"), ("a = 1", "a = 0", "killed-slow")]
+    # a record of another source is not taken over
+    monkeypatch.setattr(mutation, "_source_hash", lambda name: "b" * 64)
+    con.execute("delete from work_results")
+    con.commit()
+    mutation._resume_from_record("rmt", session)
+    assert con.execute("select count(*) from work_results").fetchone()[0] == 0
