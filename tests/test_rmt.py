@@ -947,3 +947,15 @@ def test_roots_scaled_finds_roots_many_decades_apart(roots, lead):
     got = got[np.argsort(got.real)]
     ref = np.sort(np.array(roots, dtype=float))
     np.testing.assert_allclose(got, ref, rtol=1e-12, atol=0)
+
+
+def test_cubic_roots_of_mixed_deltas_are_those_of_each_delta():
+    """A batch with deltas on both sides of 1e-20 (the deflated solver below, the companion matrix
+    above) gives each point the roots of its own delta."""
+    w = np.array([0.5, 1.0, 2.0, -0.7])
+    d = np.array([1e-25, 0.3, 1e-22, 5.0])
+    s = np.full(4, np.sqrt(0.5))
+    r = rmt._cubic_roots(w, d, s)
+    for i in range(4):
+        alone = rmt._cubic_roots(w[i:i + 1], d[i:i + 1], s[i:i + 1])[0]
+        np.testing.assert_allclose(np.sort_complex(r[i]), np.sort_complex(alone), rtol=1e-14)
