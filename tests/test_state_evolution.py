@@ -626,6 +626,9 @@ def test_the_inverse_of_the_mmse_beyond_its_table():
         m = np.array([1e-12, 1e-9, 1 - 1e-8, 1 - 1e-9, 1 - 1e-10])
         back = aim.mmse_denoising(se._delta_of_m(tab, m), rho)
         np.testing.assert_array_less(np.abs(back - m) / np.minimum(m, 1 - m), 1e-3)
+        # m = 1 (1 - e^-40 rounds to it in the whole-range solver): a finite Delta, 1e300
+        with np.errstate(all="raise"):
+            assert 1e299 < se._delta_of_m(tab, np.array([1.0]))[0] < np.inf
 
 
 def test_psi_denoising_beyond_its_table():
