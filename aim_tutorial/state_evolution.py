@@ -783,11 +783,13 @@ def label_space_error(q, rho: float, T: int = 2, *, channel="softmax", beta: flo
     n_samples = _checks.integer_at_least("n_samples", n_samples, 64)
     _checks.check_memory(f"label_space_error(n_samples={n_samples})", 4 * n_samples * T * T)
     Vp = 1 + rho - qq + noise / 2
-    exact = Vp <= 0  # q = Q0 without noise: y = g(omega) is known, its variance is 0
+    # q = Q0 without noise on h: h = omega is known, and so is g(h): its variance is 0 (label noise
+    # or not: the error is the one on g(h)); elsewhere the channel's formula (V' = 1 is only a
+    # placeholder for the points it does not need)
+    exact = Vp <= 0
     with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
         out = ch.label_error(qq, np.where(exact, 1.0, Vp), T, beta, key, n_samples)
-    if ch.label_noise == 0:
-        out = np.where(exact, 0.0, out)
+    out = np.where(exact, 0.0, out)
     return float(out) if np.ndim(out) == 0 else out
 
 

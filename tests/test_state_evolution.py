@@ -268,6 +268,18 @@ def test_generic_channel_matches_linear_with_noise(key):
     assert np.all(r.mmse_std < 0.03)
 
 
+def test_generic_state_evolution_refuses_just_above_its_memory_need(key, monkeypatch):
+    """Its largest arrays, 2 n_omega n_zeta T^2 floats, are checked against the memory limit
+    (AIM_MAX_BYTES here) before anything is allocated: one byte short is refused."""
+    kw = dict(label_noise=0.3, n_omega=4, n_zeta=4, n_m=4, n_batches=2)
+    need = 2 * 4 * 4 * 2 * 2 * 8
+    monkeypatch.setenv("AIM_MAX_BYTES", str(need - 1))
+    with pytest.raises(ValueError, match=r"generic_state_evolution\(n_omega=4, n_zeta=4\) needs about"):
+        aim.generic_state_evolution(key, [0.1], 0.5, _identity, **kw)
+    monkeypatch.setenv("AIM_MAX_BYTES", str(need))
+    assert aim.generic_state_evolution(key, [0.1], 0.5, _identity, **kw).mmse.shape == (1,)
+
+
 @pytest.mark.slow
 def test_generic_channel_object_runs_the_state_evolution_of_the_linear_channel():
     """aim.generic_channel: y = h + noise on every entry is the linear channel with noise on h.
@@ -552,6 +564,11 @@ def test_label_space_error_range_and_the_limit_at_q0():
         # the limit is continuous: just below Q0 the error is small
         assert 0 <= aim.label_space_error(1.5 - 1e-12, 0.5, channel=name) < 1e-4, name
     assert aim.label_space_error(1.5, 0.5, T=3, channel="linear", noise=0.4) == pytest.approx(0.2 * 12)
+    # a channel with label noise: the error on g(h) too is 0 at q = Q0 (it was the error at V' = 1,
+    # 2.42 for relu with label noise 0.1) and continuous there
+    noisy = aim.elementwise_channel(jax.nn.relu, label_noise=0.1)
+    assert aim.label_space_error(1.5, 0.5, channel=noisy) == 0.0
+    assert 0 < aim.label_space_error(1.5 - 1e-9, 0.5, channel=noisy) < 1e-8
     with pytest.raises(TypeError, match="q must be a real"):
         aim.label_space_error("0.5", 0.5)
     with pytest.raises(TypeError, match="key must be a JAX random key"):
