@@ -117,6 +117,10 @@ def test_noise_closed_form_and_monotone():
 def test_alpha_zero_and_small_alpha():
     r = aim.solve_state_evolution(np.array([0.0, 1e-4]), 0.5)
     assert r.mmse[0] == 1.0
+    # at alpha = 0: q = Q0 - 1 = rho (the mean sqrt(rho) I is known), q_hat = 0, and the free
+    # entropy -q q_hat/4 + psi(q_hat) + alpha E log Z is exactly 0
+    assert (r.q[0], r.q_hat[0], r.phi[0], r.status[0]) == (0.5, 0.0, 0.0, "alpha = 0")
+    assert r.phi[0] == aim.free_entropy(0.0, 0.5, 0.0, 0.5)
     # first order: q_hat ~ 4 alpha, mmse ~ 1 - rho q_hat... (Q0 - mmse(1/q_hat) = rho + q_hat (1 + ...))
     assert 1 - r.mmse[1] == pytest.approx(4e-4 * 1.0, rel=0.02)
 
