@@ -270,6 +270,9 @@ def test_generic_channel_matches_linear_with_noise(key):
     ref = aim.solve_state_evolution(alpha, 0.5, channel="linear", noise=0.3)
     assert np.all(np.abs(r.mmse - ref.mmse) < 4 * r.mmse_std + 2e-3)
     assert np.all(r.mmse_std < 0.03)
+    # the grid of errors (1e-3 to 0.993) holds every fixed point: none is flagged as clamped
+    assert np.all(r.converged) and r.m_grid[0] < 1e-3 and r.m_grid[-1] > 0.99, (r.mmse, r.m_grid)
+    assert np.all((r.mmse > r.m_grid[0]) & (r.mmse < r.m_grid[-1]))
 
 
 def test_generic_state_evolution_refuses_just_above_its_memory_need(key, monkeypatch):
