@@ -330,6 +330,8 @@ def _fast_pass(name: str, session: Path, tree: Path, timeout: float) -> None:
         return
     lines, first_line = _coverage_map(name, tree), _first_line(name)
     full = _test_command(tests)
+    tfile = WORK / f"{name}.time"
+    t0, before = time.perf_counter(), float(tfile.read_text().split()[0]) if tfile.exists() else 0.0
     for job, op, occ, row0, row1 in todo:
         sel = _tests_of(lines, first_line, range(row0, row1 + 1))
         out = {}
@@ -351,6 +353,7 @@ def _fast_pass(name: str, session: Path, tree: Path, timeout: float) -> None:
                      (str(out["test_outcome"]).upper() if out.get("test_outcome") else None),
                      out.get("diff", ""), job))
         con.commit()
+        tfile.write_text(f"{before + time.perf_counter() - t0:.0f} 0\n")  # a stopped run keeps its time
 
 
 def _survivors(con) -> list:
@@ -404,6 +407,7 @@ def run_module(name: str, k: int, fresh: bool = False) -> dict:
     if fresh or not session.exists():
         session.unlink(missing_ok=True)
         slow_file.unlink(missing_ok=True)
+        (WORK / f"{name}.time").unlink(missing_ok=True)
         (WORK / f"{name}.sha256").write_text(_source_hash(name))  # the source its mutants are made from
         for cmd in ([_bin("cosmic-ray"), "init", str(cfg), str(session)],
                     [_bin("cr-filter-operators"), str(session), str(cfg)],
@@ -415,11 +419,12 @@ def run_module(name: str, k: int, fresh: bool = False) -> dict:
     # the survivors of the fast tests, again against the tests marked slow (the fast ones passed)
     verdicts = json.loads(slow_file.read_text()) if slow_file.exists() else {}
     con = sqlite3.connect(session)
+    t_slow = time.perf_counter()
     _slow_pass(name, [s[:3] for s in _survivors(con)], tree, verdicts)
     seconds = time.perf_counter() - t0
-    prev = WORK / f"{name}.time"
-    total = seconds + (float(prev.read_text().split()[0]) if prev.exists() and not fresh else 0.0)
-    prev.write_text(f"{total:.0f} {base:.1f}\n")
+    prev = WORK / f"{name}.time"  # (the fast pass keeps it up to date; the slow pass adds to it)
+    total = float(prev.read_text().split()[0]) if prev.exists() else seconds
+    prev.write_text(f"{total + (time.perf_counter() - t_slow):.0f} {base:.1f}\n")
     return {"module": name, "seconds": seconds, "baseline": base}
 
 
@@ -523,6 +528,8 @@ def save_record(name: str) -> None:
     if not session.exists():
         return
     muts = _results_from_session(name)
+    if not muts:  # nothing ran yet: keep the record there is
+        return
     tfile = WORK / f"{name}.time"
     RESULTS.mkdir(parents=True, exist_ok=True)
     sha = WORK / f"{name}.sha256"
@@ -620,7 +627,9 @@ def report() -> int:
         incompetent = sum(m["outcome"] == "incompetent" for m in res)
         unchecked = sum(m["outcome"] == "unchecked" for m in res)
         surv = [m for m in res if m["outcome"] == "survived"]
-        equiv = [m for m in surv if _is_equivalent(m, tri["equivalent"])]
+        # a survivor of the fast tests explained in the triage is equivalent whatever the slow ones say
+        equiv = [m for m in res if m["outcome"] in ("survived", "unchecked") and _is_equivalent(m, tri["equivalent"])]
+        unchecked -= sum(m["outcome"] == "unchecked" for m in equiv)
         left = [m for m in surv if not _is_equivalent(m, tri["equivalent"])]
         untriaged += left
         denom = len(res) - incompetent - len(equiv)
