@@ -482,7 +482,7 @@ def test_softmax_error_below_the_scan_floor_is_the_small_error_asymptote(alpha, 
     floor 1.9e-12, is the closed form of the small-Delta asymptote)."""
     r = aim.solve_state_evolution(alpha, 0.5, noise=noise)
     assert r.converged and r.status == "converged" and r.n_fixed_points == 1
-    assert r.mmse == pytest.approx(_softmax_noisy_root(alpha, 0.5, 2, noise), rel=1e-9)
+    assert r.mmse == pytest.approx(_softmax_noisy_root(alpha, 0.5, 2, noise), rel=1e-9, abs=0)
     assert r.q == 1.5 - r.mmse and math.isfinite(r.q_hat) and math.isfinite(r.phi)
 
 
@@ -508,12 +508,12 @@ def test_tiny_alpha_error_rounds_to_one():
     assert np.all(r.converged) and np.all(np.isfinite(r.mmse))
     assert r.mmse[0] == r.mmse[1] == 1.0 and r.status[0] == "error within 1e-16 of 1, rounded to 1"
     assert r.mmse[3] == pytest.approx(1 - 4e-8, rel=1e-9)  # mmse = 1 - q_hat + ..., q_hat = 4 alpha
-    assert r.q_hat[1] == pytest.approx(4e-300, rel=1e-12)
+    assert r.q_hat[1] == pytest.approx(4e-300, rel=1e-12, abs=0)
 
 
 def test_noise_below_every_float_and_huge_noise():
     r = aim.solve_state_evolution(np.array([0.1, 1.0]), 0.5, noise=1e-320)
-    assert r.mmse[0] == pytest.approx(aim.solve_state_evolution(0.1, 0.5).mmse, rel=1e-12)
+    assert r.mmse[0] == pytest.approx(aim.solve_state_evolution(0.1, 0.5).mmse, rel=1e-12, abs=0)
     assert r.mmse[1] == 0.0 and r.converged[1] and r.status[1] == "error below 1e-320, rounded to 0"
     for noise in (1e6, 1e300):
         r = aim.solve_state_evolution(np.array([1e-3, 1.0, 1e3]), 0.5, noise=noise)
@@ -636,7 +636,7 @@ def test_array_arguments_name_the_first_bad_entry_and_refuse_empty_arrays():
     with pytest.raises(ValueError, match=r"q must not be empty"):
         aim.q_hat_of(0.1, [], 0.5)
     # the ends of the range of q are valid: q = 0 (nothing learnt) and q = Q0 (everything)
-    assert aim.q_hat_of(0.1, 0.0, 0.5) == pytest.approx(4 * 0.1 / 1.5, rel=1e-15)
+    assert aim.q_hat_of(0.1, 0.0, 0.5) == pytest.approx(4 * 0.1 / 1.5, rel=1e-15, abs=0)
     assert aim.q_hat_of(0.1, 1.5, 0.5) == math.inf
 
 
@@ -659,7 +659,7 @@ def test_psi_denoising_beyond_its_table():
     """q_hat < 1e-6 gave the constant rho 1e-6 / 4 (psi is rho q_hat / 4 there); above 1e6 the
     term -(slope/4) log(q_hat / 1e6) was missing (slope = lim mmse / Delta)."""
     rho, Q0 = 0.5, 1.5
-    assert se.psi_denoising(1e-9, rho) == pytest.approx(rho * 1e-9 / 4, rel=1e-6)
+    assert se.psi_denoising(1e-9, rho) == pytest.approx(rho * 1e-9 / 4, rel=1e-6, abs=0)
     assert se.psi_denoising(0.0, rho) == 0.0
     for qh in (1e3, 1e5, 1e8, 1e12):
         e = 1e-3
@@ -706,7 +706,7 @@ def test_alpha_perfect_recovery_hostile_inputs():
         args.update(kw)
         with pytest.raises((ValueError, TypeError), match=f"{match} must"):
             aim.alpha_perfect_recovery(**args)
-    assert aim.alpha_perfect_recovery(1e-300, 2) == pytest.approx(2e-300 / 4)
+    assert aim.alpha_perfect_recovery(1e-300, 2) == pytest.approx(2e-300 / 4, rel=1e-12, abs=0)
     assert aim.alpha_perfect_recovery(1e300, 2) == 0.25
 
 
