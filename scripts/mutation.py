@@ -41,6 +41,7 @@ import argparse
 import atexit
 import hashlib
 import json
+import math
 import os
 import queue
 import re
@@ -251,6 +252,8 @@ def _coverage_map(name: str, tree: Path, slow: bool = False) -> dict:
            "-p", "_hypothesis_pytestplugin", "-p", "_mutation_contexts", "-m", "slow" if slow else "not slow", *tests]
     env = _env()
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(WORK), env.get("PYTHONPATH")]))
+    durations = WORK / f"{name}.durations.json"
+    env["MUTATION_DURATIONS"] = str(durations)
     r = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
     if r.returncode not in (0, 5):  # (5: no test is marked slow)
         raise SystemExit(f"the unmutated tests fail under coverage in {tree}:\n{r.stdout[-2000:]}")
@@ -260,9 +263,12 @@ def _coverage_map(name: str, tree: Path, slow: bool = False) -> dict:
     if path is None:  # no test ran (none is marked slow): every line maps to no test
         saved.write_text(json.dumps({"stamp": stamp, "lines": {}}))
         return {}
+    took = json.loads(durations.read_text()) if durations.exists() else {}
     ids = {}
     for line, contexts in cov.contexts_by_lineno(path).items():
-        ids[line] = sorted(c for c in contexts if c)  # the node ids of the tests (context "": the import)
+        # the node ids of the tests (context "": the import), the quickest first: with -x, a mutant
+        # that a quick test kills costs no more than that test
+        ids[line] = sorted((c for c in contexts if c), key=lambda c: (took.get(c, math.inf), c))
     saved.write_text(json.dumps({"stamp": stamp, "lines": ids}))
     return ids
 
@@ -273,13 +279,13 @@ def _tests_of(lines: dict, first_line, rows) -> list | None:
     one of them runs only at import (every test then meets the mutant), else their union."""
     per_row = []
     for row in rows:
-        hit = [lines[r] for r in {row, first_line(row)} if r in lines]
-        per_row.append(None if not hit else sorted({t for h in hit for t in h}) if all(hit) else [])
+        hit = [lines[r] for r in dict.fromkeys((row, first_line(row))) if r in lines]
+        per_row.append(None if not hit else list(dict.fromkeys(t for h in hit for t in h)) if all(hit) else [])
     if all(h is None for h in per_row):
         return None
     if any(not h for h in per_row):
         return []
-    return sorted({t for h in per_row for t in h})
+    return list(dict.fromkeys(t for h in per_row for t in h))  # (each row's tests come quickest first)
 
 
 def _first_line(name: str):
@@ -292,7 +298,11 @@ def _first_line(name: str):
 
 
 # a pytest plugin for the coverage run: each test's lines (its fixtures' too) under its node id
-_CONTEXT_PLUGIN = '''"""Coverage contexts named by pytest node ids (written by scripts/mutation.py)."""
+_CONTEXT_PLUGIN = '''"""Coverage contexts named by pytest node ids, and each test's time (written by scripts/mutation.py)."""
+import json
+import os
+import time
+
 import coverage
 import pytest
 
@@ -303,11 +313,23 @@ def _switch(name):
         cov.switch_context(name)
 
 
+DURATIONS = {}
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     _switch(item.nodeid)
+    t0 = time.perf_counter()
     yield
+    DURATIONS[item.nodeid] = time.perf_counter() - t0
     _switch("")
+
+
+def pytest_sessionfinish(session):
+    path = os.environ.get("MUTATION_DURATIONS")
+    if path:
+        with open(path, "w") as f:
+            json.dump(DURATIONS, f)
 '''
 
 
