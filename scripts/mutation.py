@@ -301,6 +301,7 @@ def _first_line(name: str):
 _CONTEXT_PLUGIN = '''"""Coverage contexts named by pytest node ids, and each test's time (written by scripts/mutation.py)."""
 import json
 import os
+import sys
 import time
 
 import coverage
@@ -316,8 +317,23 @@ def _switch(name):
 DURATIONS = {}
 
 
+def _clear_caches():
+    """Each test computes afresh what it uses: the package's lru_caches and JAX's traces are
+    emptied, so that a cached or traced line counts for every test that needs it, not only for
+    the first one."""
+    for name, mod in list(sys.modules.items()):
+        if name.startswith("aim_tutorial"):
+            for obj in list(vars(mod).values()):
+                clear = getattr(obj, "cache_clear", None)
+                if callable(clear):
+                    clear()
+    if "jax" in sys.modules:
+        sys.modules["jax"].clear_caches()
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
+    _clear_caches()
     _switch(item.nodeid)
     t0 = time.perf_counter()
     yield
