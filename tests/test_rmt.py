@@ -959,3 +959,19 @@ def test_cubic_roots_of_mixed_deltas_are_those_of_each_delta():
     for i in range(4):
         alone = rmt._cubic_roots(w[i:i + 1], d[i:i + 1], s[i:i + 1])[0]
         np.testing.assert_allclose(np.sort_complex(r[i]), np.sort_complex(alone), rtol=1e-14)
+
+
+@pytest.mark.parametrize("v", [1.0, 2.5e-3, 1e10])
+def test_semicircle_stieltjes_off_the_axis_is_the_closed_form(v):
+    """G(z) = (z - s) / (2v) = 2 / (z + s), s = sqrt(z - 2r) sqrt(z + 2r), r = sqrt(v) (the product of
+    principal roots is the branch with G ~ 1/z; the second form has no cancellation), on both
+    sides of the real axis, inside and outside the support; the scaled evaluation (no overflow)
+    chooses the root of the right sign of Im G."""
+    r = np.sqrt(v)
+    x = r * np.array([-3.0, -1.0, 0.0, 0.5, 1.9, 3.0])
+    y = r * np.array([1e-20, -1e-20, 1e-3, -1e-3, 1.0, -1.0, 1e3, -1e3])  # (1e-20: below rounding)
+    z = (x[:, None] + 1j * y[None, :]).ravel()
+    ref = 2 / (z + np.sqrt(z - 2 * r) * np.sqrt(z + 2 * r))
+    got = rmt._G_semicircle(z, v, real_axis=False)
+    np.testing.assert_allclose(got, ref, rtol=1e-12)
+    assert np.all(got.imag * z.imag < 0)

@@ -616,7 +616,8 @@ def test_psi_denoising_is_the_integral_of_its_definition(rho):
         f = lambda u: (Q0 - aim.mmse_denoising(np.exp(-u), rho)) * np.exp(u) / 4  # noqa: E731
         return integrate.quad(f, -60.0, np.log(q), epsabs=0, epsrel=1e-12, limit=400)[0]
 
-    points = [(1e-8, 2e-5), (1e-5, 2e-5), (1.0, 2e-6), (1e3, 2e-6), (1e7, 1e-8)]
+    # (7e5 and 1.5e6 on both sides of the table's end at 1e6)
+    points = [(1e-8, 2e-5), (1e-5, 2e-5), (1.0, 2e-6), (1e3, 2e-6), (7e5, 1e-6), (1.5e6, 1e-6), (1e7, 1e-8)]
     for q, rel in points[:1] + points[2:] if rho < 1e-4 else points:  # (1e-5: the kink of rho = 1e-5)
         assert se.psi_denoising(q, rho) == pytest.approx(ref(q), rel=rel, abs=0), q  # (approx: abs 1e-12 else)
 
@@ -633,6 +634,8 @@ def test_array_arguments_name_the_first_bad_entry_and_refuse_empty_arrays():
         aim.free_entropy(0.1, 0.5, [], 0.5)
     with pytest.raises(ValueError, match=r"q_hat must not be empty"):
         se.psi_denoising([], 0.5)
+    assert type(se.psi_denoising(1.0, 0.5)) is float
+    assert se.psi_denoising(np.array([1.0, 2.0]), 0.5).shape == (2,)
     with pytest.raises(ValueError, match=r"q must not be empty"):
         aim.q_hat_of(0.1, [], 0.5)
     # the ends of the range of q are valid: q = 0 (nothing learnt) and q = Q0 (everything)
