@@ -668,7 +668,8 @@ def report() -> int:
         # a survivor of the fast tests explained in the triage is equivalent whatever the slow ones say
         equiv = [m for m in res if m["outcome"] in ("survived", "unchecked") and _is_equivalent(m, tri["equivalent"])]
         unchecked -= sum(m["outcome"] == "unchecked" for m in equiv)
-        left = [m for m in surv if not _is_equivalent(m, tri["equivalent"])]
+        left = [m for m in res if m["outcome"] in ("survived", "unchecked")
+                and not _is_equivalent(m, tri["equivalent"])]
         untriaged += left
         denom = len(res) - incompetent - len(equiv)
         lo = (killed + timeout) / denom if denom else float("nan")
@@ -683,9 +684,10 @@ def report() -> int:
                 else f"{rec['seconds']:.0f}" if rec and rec.get("seconds") else "?")
         lines.append(f"| {name} | {len(res)} | {pending(name)} | {killed} ({by_slow}) | {timeout} | {len(surv)} | "
                      f"{len(equiv)} | {unchecked} | {incompetent} | {rate_text} | {secs} |")
-    lines += ["", f"## Survivors not triaged ({len(untriaged)})", ""]
+    lines += ["", f"## Survivors of the fast tests not triaged ({len(untriaged)})", ""]
     for m in untriaged:
-        lines.append(f"- `{m['module']}` line {m['line']}, {m['operator'].split('/')[-1]}: "
+        pending_slow = " (slow pass pending)" if m["outcome"] == "unchecked" else ""
+        lines.append(f"- `{m['module']}` line {m['line']}, {m['operator'].split('/')[-1]}{pending_slow}: "
                      f"`{m['old']}` -> `{m['new']}`")
     REPORT.write_text("\n".join(lines) + "\n\n" + NOTES + notes)
     print("\n".join(lines))
