@@ -9,7 +9,7 @@ A mutant is one small change to the source (``a + b`` -> ``a - b``, ``-x`` -> ``
 changed by one, ``<`` -> ``>=``, ...); it is *killed* when the tests of its module fail. Each module
 is tested only against its own test files (``MODULES`` below: the matching tests), stopping at
 the first failure: first the fast tests (not marked ``slow``) that run the mutated line (one run of
-them under coverage, one context per test function, tells which), then, if it survives those,
+them under coverage, one context per test, tells which), then, if it survives those,
 all the module's fast tests, then each survivor again with the slow ones (a kill is a kill
 whichever test made it; a survivor has met every test of its module);
 the mutants run in a copy of the package
@@ -191,7 +191,7 @@ def _mutate_and_test(src: str, operator: str, occ: int, command: str, tree: Path
         proc.communicate()
         shutil.copy(tree / ".pristine" / src, tree / src)
         return {"worker_outcome": "timeout", "test_outcome": None, "output": f"over {timeout:.0f} s",
-                "diff": _mutate_and_test(src, operator, occ, "true", tree).get("diff", "")}
+                "diff": _raw_diff(src, operator, occ, tree)}
     return json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
 
 
@@ -372,19 +372,17 @@ def _fast_pass(name: str, session: Path, tree: Path, timeout: float) -> None:
     t0, before = time.perf_counter(), float(tfile.read_text().split()[0]) if tfile.exists() else 0.0
     for job, op, occ, row0, row1 in todo:
         sel = _tests_of(lines, first_line, range(row0, row1 + 1))
-        out = {}
         if sel is None:
             # no fast test runs the line (nor the import): none can see the change (the tests are
             # deterministic, and a change to a line cannot make it reached); the slow pass decides
             out = {"worker_outcome": "normal", "test_outcome": "survived", "output": "no fast test runs the line",
-                   "diff": _mutate_and_test(src, op, occ, "true", tree).get("diff", "")}
-        elif sel:  # run by these tests (not at import: that is every test)
-            out = _mutate_and_test(src, op, occ, _test_command(sel), tree, timeout)
-            if not _failed(out):  # (pytest's usage errors, "no tests ran", are no kill)
-                out = {}
-        if not out.get("output", "").startswith("no fast test") and str(out.get("test_outcome")).lower() != "killed" \
-                and out.get("worker_outcome") != "timeout":
-            out = _mutate_and_test(src, op, occ, full, tree, timeout)
+                   "diff": _raw_diff(src, op, occ, tree)}
+        else:
+            # the tests that run the line ([]: it runs at import, so every test), then all of them
+            # unless a test failed (pytest's usage errors, "no tests ran", are no kill)
+            out = _mutate_and_test(src, op, occ, _test_command(sel), tree, timeout) if sel else {}
+            if not _failed(out):
+                out = _mutate_and_test(src, op, occ, full, tree, timeout)
         con.execute("insert into work_results (worker_outcome, output, test_outcome, diff, job_id) "
                     "values (?, ?, ?, ?, ?)",
                     (str(out.get("worker_outcome", "abnormal")).upper(), (out.get("output") or "")[-4000:],
@@ -711,9 +709,14 @@ def _occurrence(name: str, operator: str, old: str, new: str, tree: Path, cfg: P
     return hits
 
 
+def _raw_diff(src: str, operator: str, occ: int, tree: Path) -> str:
+    """The unified diff of one mutant, without running any test (the command is ``true``)."""
+    return _mutate_and_test(src, operator, occ, "true", tree).get("diff") or ""
+
+
 def _mutant_diff(src: str, operator: str, occ: int, tree: Path):
-    """The original and mutated line of one mutant, without running any test (the command is ``true``)."""
-    return _diff_lines(_mutate_and_test(src, operator, occ, "true", tree).get("diff") or "")
+    """The original and mutated line of one mutant, without running any test."""
+    return _diff_lines(_raw_diff(src, operator, occ, tree))
 
 
 def curated(jobs: int = 1) -> int:

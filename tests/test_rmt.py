@@ -915,8 +915,6 @@ def test_zprime_is_the_derivative_of_the_inverse_function():
 
 def _poly_with_roots(roots, lead):
     """Float coefficients (highest power first) of lead * prod (g - r), computed in 60 digits."""
-    import mpmath
-
     with mpmath.workdps(60):
         c = [mpmath.mpf(lead)]
         for r in roots:
@@ -925,6 +923,7 @@ def _poly_with_roots(roots, lead):
         return [float(x) for x in c]
 
 
+@needs_mpmath
 @pytest.mark.parametrize("roots", [
     [1e-12, 2e-12, -3.0, 1e9],          # a close pair, a root of order one, a large one
     [-1e-150, 5e-20, 1.0, 1e40],        # four groups, far apart
