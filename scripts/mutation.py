@@ -1,6 +1,7 @@
 """Mutation testing of the scientific core with cosmic-ray (https://cosmic-ray.readthedocs.io).
 
     python scripts/mutation.py [MODULE ...] [--jobs N]   # every mutant of the named modules (default: all)
+    python scripts/mutation.py [MODULE ...] --sample N   # the first N of each in a fixed random order
     python scripts/mutation.py --curated                 # the curated mutants CI runs: all must be killed
     python scripts/mutation.py --report                  # rewrite mutation/REPORT.md from the last runs
     python scripts/mutation.py MODULE --recheck          # the last run's survivors against the current tests
@@ -12,6 +13,9 @@ the first failure: first the fast tests (not marked ``slow``) that run the mutat
 them under coverage, one context per test, tells which), then, if it survives those,
 all the module's fast tests, then each survivor again with the slow ones (a kill is a kill
 whichever test made it; a survivor has met every test of its module);
+the mutants run in a fixed random order (``_draw``: a hash of each), so that a run stopped at
+any point, or limited by ``--sample N``, has run a uniform random sample of its module, whose kill
+rate the report gives with its 95 % interval;
 the mutants run in a copy of the package
 (``mutation/work/tree-PID-K``: two runs at once never share one), so the working tree is never
 touched, ``--jobs`` modules at a time.
@@ -355,15 +359,19 @@ def _failed(out: dict) -> bool:
             and re.search(r"\b\d+ (failed|errors?)\b", out.get("output") or "") is not None)
 
 
-def _fast_pass(name: str, session: Path, tree: Path, timeout: float) -> None:
-    """Each mutant of the session without a result, first against the fast tests that run its line
+def _fast_pass(name: str, session: Path, tree: Path, timeout: float, sample: int | None = None) -> None:
+    """Each mutant of the session without a result (of the first ``sample`` drawn), first against the fast tests that run its line
     (coverage), then, if it survives them, against all the module's fast tests; the result is
     written to the session as cosmic-ray would (so a stopped pass resumes)."""
     src, tests = MODULES[name]
     con = sqlite3.connect(session)
-    todo = con.execute(
-        "select m.job_id, m.operator_name, m.occurrence, m.start_pos_row, m.end_pos_row from mutation_specs m "
-        "left join work_results r on m.job_id = r.job_id where r.job_id is null order by m.start_pos_row").fetchall()
+    specs = con.execute(
+        "select m.job_id, m.operator_name, m.occurrence, m.start_pos_row, m.end_pos_row, r.job_id is null "
+        "from mutation_specs m left join work_results r on m.job_id = r.job_id "
+        "where coalesce(lower(r.worker_outcome), '') != 'skipped'").fetchall()
+    # in the order of their draw (_draw): a run stopped anywhere has run a uniform random sample
+    specs.sort(key=lambda s: _draw(name, s[1], s[2]))
+    todo = [s[:5] for s in specs[:sample] if s[5]]
     if not todo:
         return
     lines, first_line = _coverage_map(name, tree), _first_line(name)
@@ -392,6 +400,22 @@ def _fast_pass(name: str, session: Path, tree: Path, timeout: float) -> None:
         tfile.write_text(f"{before + time.perf_counter() - t0:.0f} 0\n")  # a stopped run keeps its time
 
 
+def _draw(name: str, operator: str, occurrence: int) -> float:
+    """A mutant's place in the random order of the runs, uniform in [0, 1): from a hash of the
+    module, operator and occurrence, so the same on every machine. The mutants drawn below the
+    first one not run yet are a uniform random sample of the module's mutants (``_sample``)."""
+    h = hashlib.sha256(f"{name}:{operator}:{occurrence}".encode()).hexdigest()
+    return int(h[:15], 16) / 16**15
+
+
+def _triaged_equivalent(name: str, survivor) -> bool:
+    """Whether the triage explains a survivor ``(job, operator, occurrence, diff)`` as equivalent
+    (no test can kill it: the slow pass and a recheck skip it)."""
+    old, new = _diff_lines(survivor[3] or "")
+    m = {"module": name, "operator": survivor[1], "old": old, "new": new}
+    return _is_equivalent(m, _triage()["equivalent"]) is not None
+
+
 def _survivors(con) -> list:
     """(job, operator, occurrence, diff) of each mutant of a session that the fast tests missed."""
     return con.execute(
@@ -417,20 +441,20 @@ def _slow_pass(name: str, survivors, tree: Path, verdicts: dict) -> None:
         r0, r1 = rows.get(job, (0, 0))
         sel = _tests_of(lines, first_line, range(r0, r1 + 1))
         if sel is None:
-            out = {"test_outcome": "survived"}  # no slow test runs the line: none can see the change
-        elif sel:
-            out = _mutate_and_test(src, op, occ, _test_command(sel, fast=False), tree)
-            if not _failed(out):
-                out = {"test_outcome": "survived"}
+            killed = False  # no slow test runs the line: none can see the change
         else:
-            out = _mutate_and_test(src, op, occ, slow_cmd, tree)
-        # pytest exits 5 when no test is marked slow: that is a survivor too
-        verdicts[job] = str(out.get("test_outcome") or out.get("worker_outcome")).lower()
+            # the slow tests that run the line ([]: it runs at import, so all of them); a mutant that
+            # makes them run past 20 minutes (an endless loop) is killed, as in the fast pass
+            out = _mutate_and_test(src, op, occ, _test_command(sel, fast=False) if sel else slow_cmd, tree,
+                                   timeout=1200.0)
+            # (pytest exits 5 when no test is marked slow: a survivor too)
+            killed = _failed(out) or out.get("worker_outcome") == "timeout"
+        verdicts[job] = "killed" if killed else "survived"
         slow_file.write_text(json.dumps(verdicts))
 
 
-def run_module(name: str, k: int, fresh: bool = False) -> dict:
-    """Every mutant of one module in copy ``k``: init and filter (unless a session is there to
+def run_module(name: str, k: int, fresh: bool = False, sample: int | None = None) -> dict:
+    """Every mutant of one module (or the first ``sample`` drawn) in copy ``k``: init and filter (unless a session is there to
     resume), exec with the fast tests, then each survivor against the slow tests."""
     tree = _tree(k)
     src, tests = MODULES[name]
@@ -451,12 +475,12 @@ def run_module(name: str, k: int, fresh: bool = False) -> dict:
             subprocess.run(cmd, cwd=tree, env=env, check=True, capture_output=True)
         if not fresh:
             _resume_from_record(name, session)
-    _fast_pass(name, session, tree, timeout=max(120.0, 4 * base))  # resumes: only mutants without a result
+    _fast_pass(name, session, tree, timeout=max(120.0, 4 * base), sample=sample)  # resumes: only mutants without a result
     # the survivors of the fast tests, again against the tests marked slow (the fast ones passed)
     verdicts = json.loads(slow_file.read_text()) if slow_file.exists() else {}
     con = sqlite3.connect(session)
     t_slow = time.perf_counter()
-    _slow_pass(name, [s[:3] for s in _survivors(con)], tree, verdicts)
+    _slow_pass(name, [s[:3] for s in _survivors(con) if not _triaged_equivalent(name, s)], tree, verdicts)
     seconds = time.perf_counter() - t0
     prev = WORK / f"{name}.time"  # (the fast pass keeps it up to date; the slow pass adds to it)
     total = float(prev.read_text().split()[0]) if prev.exists() else seconds
@@ -478,15 +502,22 @@ def recheck_module(name: str, k: int) -> dict:
         return _recheck_record(name, tree)
     t0 = time.perf_counter()
     con = sqlite3.connect(session)
-    surv = _survivors(con)
+    surv = [sv for sv in _survivors(con) if not _triaged_equivalent(name, sv)]
     fast_cmd = _test_command(tests)
+    rows = dict(((j, (r0, r1)) for j, r0, r1 in con.execute(
+        "select job_id, start_pos_row, end_pos_row from mutation_specs")))
+    lines, first_line = _coverage_map(name, tree), _first_line(name)
     still, now_killed = [], 0
     for job, op, occ, diff in surv:
-        out = _mutate_and_test(src, op, occ, fast_cmd, tree)
+        # the tests that run the line first (a quick kill), then all the fast tests
+        sel = _tests_of(lines, first_line, range(rows[job][0], rows[job][1] + 1))
+        out = _mutate_and_test(src, op, occ, _test_command(sel), tree) if sel else {}
+        if not _failed(out):
+            out = _mutate_and_test(src, op, occ, fast_cmd, tree)
         if _diff_lines(out.get("diff", "")) != _diff_lines(diff or ""):
             raise SystemExit(f"{name}: {src} changed since its run ({op} #{occ} is another mutant now); "
                              f"run it afresh: python scripts/mutation.py {name} --fresh")
-        if str(out.get("test_outcome")).lower() == "killed":
+        if _failed(out):
             con.execute("update work_results set test_outcome = 'KILLED' where job_id = ?", (job,))
             con.commit()
             now_killed += 1
@@ -507,18 +538,19 @@ def _recheck_record(name: str, tree: Path) -> dict:
     src, tests = MODULES[name]
     rec = _record(name)
     fast_cmd, slow_cmd = _test_command(tests), _test_command(tests, "-m slow", fast=False)
-    todo = [m for m in rec["mutants"] if m["outcome"] in ("survived", "unchecked")]
+    todo = [m for m in rec["mutants"] if m["outcome"] in ("survived", "unchecked")
+            and _is_equivalent(dict(m, module=name), _triage()["equivalent"]) is None]
     fast_kills = slow_kills = 0
     for m in todo:
         out = _mutate_and_test(src, m["operator"], m["occurrence"], fast_cmd, tree)
         if _diff_lines(out.get("diff", "")) != (m["old"], m["new"]):
             raise SystemExit(f"{name}: {src} changed since its run ({m['operator']} #{m['occurrence']} is "
                              f"another mutant now); run it afresh: python scripts/mutation.py {name} --fresh")
-        if str(out.get("test_outcome")).lower() == "killed":
+        if _failed(out):
             m["outcome"], fast_kills = "killed", fast_kills + 1
         else:
             out = _mutate_and_test(src, m["operator"], m["occurrence"], slow_cmd, tree)
-            killed = str(out.get("test_outcome") or out.get("worker_outcome")).lower() == "killed"
+            killed = _failed(out)
             m["outcome"] = "killed-slow" if killed else "survived"
             slow_kills += killed
         _write_record(rec)  # a stopped recheck keeps its verdicts
@@ -572,8 +604,30 @@ def save_record(name: str) -> None:
     rec = {"module": name, "source": MODULES[name][0],
            "source_sha256": sha.read_text().strip() if sha.exists() else _source_hash(name),
            "seconds": float(tfile.read_text().split()[0]) if tfile.exists() else None,
-           "not_run": pending(name), "mutants": muts}
+           "not_run": pending(name), "sample_below": _sample_cut(name), "mutants": muts}
     _write_record(rec)
+
+
+def _sample_cut(name: str) -> float:
+    """Every mutant drawn (``_draw``) below this has run: they are the module's random sample
+    (1.0 when all ran). From the session on this machine, else from the committed record."""
+    session = WORK / f"{name}.sqlite"
+    if not session.exists():
+        rec = _record(name) or {}
+        return rec.get("sample_below", 1.0 if rec.get("not_run") == 0 else 0.0)
+    con = sqlite3.connect(session)
+    left = con.execute("select m.operator_name, m.occurrence from mutation_specs m left join work_results r "
+                       "on m.job_id = r.job_id where r.job_id is null").fetchall()
+    return min((_draw(name, op, occ) for op, occ in left), default=1.0)
+
+
+def _wilson(k: int, n: int, z: float = 1.96):
+    """The Wilson score interval of a proportion k / n (95 % for z = 1.96)."""
+    if n == 0:
+        return float("nan"), float("nan")
+    p, d = k / n, 1 + z * z / n
+    c, h = (p + z * z / (2 * n)) / d, z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return max(0.0, c - h), min(1.0, c + h)
 
 
 def results(name: str) -> list:
@@ -635,6 +689,15 @@ def _is_equivalent(m: dict, equivalents) -> str | None:
     return None
 
 
+def _equivalent_kind(m: dict, equivalents) -> str | None:
+    """``exact`` or ``numerical`` (the triage's ``kind``) for a mutant the triage explains."""
+    for e in equivalents:
+        if (e["module"] == m["module"] and e["operator"] == m["operator"]
+                and e["old"].strip() == m["old"] and e["new"].strip() == m["new"]):
+            return e.get("kind", "exact")
+    return None
+
+
 NOTES = "<!-- hand-written notes on the runs below: --report keeps them -->"
 
 
@@ -648,9 +711,20 @@ def report() -> int:
              "A mutant the fast tests missed is run again against the slow ones; `unchecked` counts those",
              "whose second run had not happened when the run stopped (the kill rate is then a range), and",
              "`not run` those the stopped run had not reached (a rerun resumes there).", "",
+             "The mutants run in a random order (a hash of each, the same on every machine), so that a",
+             "stopped run has run a uniform random sample of its module: `random sample` is the kill rate",
+             "of the non-equivalent mutants drawn before the first one not run, with its 95 % Wilson",
+             "interval (the earlier line-ordered runs of rmt, state_evolution and model count where their",
+             "mutants fall in that order).", "",
+             "The equivalent mutants are of two kinds (`kind` in `mutation/triage.toml`): *exact* ones change",
+             "no output at all (a redundant guard, a placeholder in a masked branch, a cache size), *numerical*",
+             "ones change outputs only below the accuracy that is measured and tested (a Newton step after",
+             "convergence, a switch between two forms that agree to rounding, a quadrature tolerance's",
+             "bookkeeping). `equivalent` shows them as exact + numerical; the strict rate counts the",
+             "numerical ones as survivors.", "",
              "| module | mutants run | not run | killed (by slow tests) | timeout | survived | equivalent | unchecked "
-             "| incompetent | kill rate | run (s) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| incompetent | kill rate (run) | strict | random sample (95 % CI) | run (s) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     untriaged = []
     for name in MODULES:
         save_record(name)  # the committed record follows this machine's session, when there is one
@@ -669,11 +743,28 @@ def report() -> int:
         left = [m for m in res if m["outcome"] in ("survived", "unchecked")
                 and not _is_equivalent(m, tri["equivalent"])]
         untriaged += left
+        # the strict rate counts the survivors that change results below the tested accuracy
+        # (kind = "numerical" in the triage) as survivors; only the exact equivalents are left out
+        numerical = sum(_equivalent_kind(m, tri["equivalent"]) == "numerical" for m in equiv)
+        strict_denom = len(res) - incompetent - len(equiv) + numerical
+        strict = f"{100 * (killed + timeout) / strict_denom:.1f} %" if strict_denom else "-"
         denom = len(res) - incompetent - len(equiv)
         lo = (killed + timeout) / denom if denom else float("nan")
         hi = (killed + timeout + unchecked) / denom if denom else float("nan")
         # an unchecked survivor may yet be killed by the slow tests: the rate lies between lo and hi
         rate_text = f"{100 * lo:.1f} %" if not unchecked else f"{100 * lo:.1f}-{100 * hi:.1f} %"
+        # the random sample: the mutants drawn below the first not run (all of them after a full run)
+        cut = _sample_cut(name)
+        smp = [m for m in res if _draw(name, m["operator"], m["occurrence"]) < cut and m["outcome"] != "incompetent"
+               and not (m["outcome"] in ("survived", "unchecked") and _is_equivalent(m, tri["equivalent"]))]
+        s_lo = sum(m["outcome"] in ("killed", "killed-slow", "timeout") for m in smp)
+        s_hi = s_lo + sum(m["outcome"] == "unchecked" for m in smp)
+        if pending(name) == 0 or not smp:
+            sample_text = "(all run)" if pending(name) == 0 else "-"
+        else:
+            a, b = _wilson(s_lo, len(smp))[0], _wilson(s_hi, len(smp))[1]
+            sample_text = (f"{100 * s_lo / len(smp):.1f}" + (f"-{100 * s_hi / len(smp):.1f}" if s_hi > s_lo else "")
+                           + f" % of {len(smp)} ({100 * a:.0f}-{100 * b:.0f} %)")
         rec = _record(name)
         if rec and rec["source_sha256"] != _source_hash(name):
             rate_text += " (source changed since the run)"
@@ -681,7 +772,8 @@ def report() -> int:
         secs = (tfile.read_text().split()[0] if tfile.exists()
                 else f"{rec['seconds']:.0f}" if rec and rec.get("seconds") else "?")
         lines.append(f"| {name} | {len(res)} | {pending(name)} | {killed} ({by_slow}) | {timeout} | {len(surv)} | "
-                     f"{len(equiv)} | {unchecked} | {incompetent} | {rate_text} | {secs} |")
+                     f"{len(equiv) - numerical} + {numerical} | {unchecked} | {incompetent} | {rate_text} | {strict} | "
+                     f"{sample_text} | {secs} |")
     lines += ["", f"## Survivors of the fast tests not triaged ({len(untriaged)})", ""]
     for m in untriaged:
         pending_slow = " (slow pass pending)" if m["outcome"] == "unchecked" else ""
@@ -786,7 +878,12 @@ def main(argv=None) -> int:
     ap.add_argument("--fresh", action="store_true", help="start the modules' sessions afresh (default: resume)")
     ap.add_argument("--recheck", action="store_true",
                     help="run only the last run's survivors again, against the current tests")
+    ap.add_argument("--sample", type=int, default=None, metavar="N",
+                    help="run only the first N mutants of each module in the random order (a uniform "
+                         "sample; a later, larger N goes on from there)")
     args = ap.parse_args(argv)
+    if args.sample is not None and args.sample < 1:
+        ap.error(f"--sample must be a positive number of mutants, not {args.sample}")
     WORK.mkdir(parents=True, exist_ok=True)
     if args.curated:
         return curated(args.jobs)
@@ -803,7 +900,7 @@ def main(argv=None) -> int:
         def one(name):
             k = free.get()  # a copy no other module is using
             try:
-                return recheck_module(name, k) if args.recheck else run_module(name, k, args.fresh)
+                return recheck_module(name, k) if args.recheck else run_module(name, k, args.fresh, args.sample)
             finally:
                 free.put(k)
 

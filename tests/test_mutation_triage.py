@@ -121,3 +121,53 @@ def test_a_new_session_resumes_from_the_record(tmp_path, monkeypatch):
     con.commit()
     mutation._resume_from_record("rmt", session)
     assert con.execute("select count(*) from work_results").fetchone()[0] == 0
+
+
+def test_the_draw_is_a_fixed_uniform_order():
+    """A mutant's place in the random order depends on its module, operator and occurrence only, and
+    the places of many mutants are uniform on [0, 1): Kolmogorov-Smirnov on 5000 of them."""
+    from scipy import stats
+
+    u = [mutation._draw("rmt", "core/NumberReplacer", k) for k in range(5000)]
+    assert u == [mutation._draw("rmt", "core/NumberReplacer", k) for k in range(5000)]
+    assert mutation._draw("rmt", "core/NumberReplacer", 0) != mutation._draw("amp", "core/NumberReplacer", 0)
+    assert all(0 <= x < 1 for x in u)
+    assert stats.kstest(u, "uniform").pvalue > 1e-3
+
+
+def test_the_sample_is_every_mutant_drawn_below_the_first_not_run(tmp_path, monkeypatch):
+    import sqlite3
+
+    monkeypatch.setattr(mutation, "WORK", tmp_path)
+    con = sqlite3.connect(tmp_path / "rmt.sqlite")
+    con.execute("create table mutation_specs (job_id, operator_name, occurrence, start_pos_row, end_pos_row)")
+    con.execute("create table work_results (worker_outcome, output, test_outcome, diff, job_id)")
+    op = "core/NumberReplacer"
+    con.executemany("insert into mutation_specs values (?, ?, ?, 1, 1)", [(f"j{k}", op, k) for k in range(6)])
+    order = sorted(range(6), key=lambda k: mutation._draw("rmt", op, k))
+    for k in order[:3]:  # the first three drawn have run
+        con.execute("insert into work_results values ('NORMAL', '', 'KILLED', '', ?)", (f"j{k}",))
+    con.commit()
+    assert mutation._sample_cut("rmt") == mutation._draw("rmt", op, order[3])
+    con.execute("insert into work_results values ('NORMAL', '', 'KILLED', '', ?)", (f"j{order[5]}",))
+    con.commit()  # one run out of order (a line-ordered run) does not move the cut
+    assert mutation._sample_cut("rmt") == mutation._draw("rmt", op, order[3])
+    for k in order[3:5]:
+        con.execute("insert into work_results values ('NORMAL', '', 'KILLED', '', ?)", (f"j{k}",))
+    con.commit()
+    assert mutation._sample_cut("rmt") == 1.0  # all ran
+
+
+def test_the_wilson_interval():
+    """Against the closed form's textbook values (Agresti and Coull 1998, Newcombe 1998: 81 of 263,
+    95 %: 0.2553 to 0.3662) and its limits."""
+    lo, hi = mutation._wilson(81, 263)
+    assert lo == pytest.approx(0.2553, abs=5e-5) and hi == pytest.approx(0.3662, abs=5e-5)
+    assert mutation._wilson(10, 10)[1] == 1.0 and mutation._wilson(0, 10)[0] == 0.0
+    assert mutation._wilson(57, 60)[0] == pytest.approx(0.8628, abs=5e-4)
+
+
+def test_each_equivalent_says_its_kind_and_why():
+    for e in TRIAGE["equivalent"]:
+        assert e.get("kind", "exact") in ("exact", "numerical"), e
+        assert len(e["reason"]) > 15 and e["old"] != e["new"], e
