@@ -800,6 +800,10 @@ def _two_errors(V):
     return _checks.positive("V[0]", V[0]), _checks.positive("V[1]", V[1])
 
 
+class _OutOfCalls(Exception):
+    """The root finder of :func:`deep_state_evolution_diagonal` reached ``max_iter`` evaluations."""
+
+
 class DeepSEResult(NamedTuple):
     """Result of :func:`deep_state_evolution_diagonal` (one entry per ``alpha``).
 
@@ -809,7 +813,9 @@ class DeepSEResult(NamedTuple):
         q_hat: ``(A, 2, 2)``, the full ``q_hat`` at the fixed point (its off-diagonal
             entry is what the diagonal closure neglects).
         converged: ``(A,)`` bool, a fixed point was found or perfect recovery reached.
-        iterations: ``(A,)``, evaluations of the map (damped steps plus root-finder calls).
+        iterations: ``(A,)``, evaluations of the map (damped steps plus root-finder calls),
+            at most ``max_iter``; one more evaluation at the returned ``V`` gives ``q_hat``
+            and ``residual``.
         status: ``(A,)`` strings, why each stopped: ``"fixed point"`` (the root
             finder met ``tol``), ``"perfect recovery"`` (every ``V_l < V_stop``) or
             ``"max_iter"`` (neither, within ``max_iter`` evaluations).
@@ -862,7 +868,8 @@ def deep_state_evolution_diagonal(key, alpha, rhos: Sequence[float], T: int = 2,
             ``n_inner`` is large (chapter 7 measures it): hence the default 2048.
         damping: fraction of the old ``V`` kept in the damped steps, in ``[0, 1)``.
         tol: relative tolerance of the root finder on ``V`` (``xtol``), ``> 0``.
-        max_iter: most evaluations of ``F`` for one ``alpha``, ``>= 1``.
+        max_iter: most evaluations of ``F`` in the iteration for one ``alpha``, ``>= 1``
+            (the root finder is stopped there too).
         V_floor: smallest ``V`` used in the channel (the Monte Carlo is unreliable below).
         V_stop: once every ``V_l < V_stop`` the iteration is taken to go to perfect
             recovery and stops.
@@ -922,7 +929,9 @@ def deep_state_evolution_diagonal(key, alpha, rhos: Sequence[float], T: int = 2,
 
         def F(V, al=al, calls=calls):
             calls[0] += 1
-            Vc = np.clip(V, V_floor, Q0.diagonal())
+            # (above V_l = 1, q = Q0 - diag(V) is no overlap matrix: its determinant turns negative;
+            # the root finder, stepping in log V, may probe there, and F is flat at its value at 1)
+            Vc = np.clip(V, V_floor, 1.0)
             qh = deep_q_hat(key, al, Q0 - np.diag(Vc), tuple(Vc), T=T, beta=beta, c=c,
                             n_omega=n_omega, n_inner=n_inner).q_hat
             return np.array([mmse_denoising(1.0 / max(qh[l, l], 1e-12), rhos[l]) for l in range(2)]), qh
@@ -941,19 +950,28 @@ def deep_state_evolution_diagonal(key, alpha, rhos: Sequence[float], T: int = 2,
         if np.all(V < V_stop):
             state = "perfect recovery"
         elif calls[0] < max_iter:
-            sol = root(lambda u: np.log(np.maximum(F(np.exp(u))[0], 1e-300)) - u, np.log(V),
-                       method="hybr", options=dict(xtol=tol, maxfev=max(max_iter - calls[0], 1)))
-            Vr = np.exp(sol.x)
-            if sol.success and np.all(Vr >= V_stop):
+            def G(u, calls=calls):
+                if calls[0] >= max_iter:  # (hybr's maxfev does not count its probes: the budget is ours)
+                    raise _OutOfCalls
+                return np.log(np.maximum(F(np.exp(u))[0], 1e-300)) - u
+
+            try:
+                sol = root(G, np.log(V), method="hybr",
+                           options=dict(xtol=tol, maxfev=max(max_iter - calls[0], 1)))
+                Vr, found = np.exp(sol.x), sol.success
+            except _OutOfCalls:
+                Vr, found = V, False
+            if found and np.all(Vr >= V_stop):
                 V, state = Vr, "fixed point"
             else:  # no root above V_stop: the damped steps decide
                 V = damped(V, 0.0)
                 if np.all(V < V_stop):
                     state = "perfect recovery"
+        its[idx] = calls[0]  # (at most max_iter; the evaluation below reports q_hat and the residual)
         Fv, qh = F(V)
         if state != "perfect recovery":
             resid[idx] = float(np.max(np.abs(np.log(Fv) - np.log(V))))
-        out_V[idx], out_qh[idx], its[idx] = V, qh, calls[0]
+        out_V[idx], out_qh[idx] = V, qh
         status[idx], conv[idx] = state, state != "max_iter"
     return DeepSEResult(a, out_V, out_qh, conv, its, tuple(status), resid)
 

@@ -147,6 +147,8 @@ def _tree(k) -> Path:
     atexit.register(shutil.rmtree, tree, ignore_errors=True)  # this process's copies go with it
     shutil.copytree(ROOT / "aim_tutorial", tree / "aim_tutorial", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "tests", tree / "tests", ignore=shutil.ignore_patterns("__pycache__", "browser"))
+    # (the scripts too: tests/test_gd.py runs the script that writes gd's data file)
+    shutil.copytree(ROOT / "scripts", tree / "scripts", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tree / "pyproject.toml")
     shutil.copytree(tree / "aim_tutorial", tree / ".pristine" / "aim_tutorial")  # restores a timed-out mutant
     return tree
@@ -900,13 +902,20 @@ def main(argv=None) -> int:
         def one(name):
             k = free.get()  # a copy no other module is using
             try:
-                return recheck_module(name, k) if args.recheck else run_module(name, k, args.fresh, args.sample)
+                r = recheck_module(name, k) if args.recheck else run_module(name, k, args.fresh, args.sample)
+                print(f"{r['module']}: {r['seconds']:.0f} s (tests unmutated: {r['baseline']:.1f} s)", flush=True)
+                return r
+            except SystemExit as e:  # (one module's unmutated tests failing does not stop the others)
+                print(f"{name}: not run: {e}", flush=True)
+                return None
             finally:
                 free.put(k)
 
         with ThreadPoolExecutor(max_workers=jobs) as ex:
-            for r in ex.map(one, names):
-                print(f"{r['module']}: {r['seconds']:.0f} s (tests unmutated: {r['baseline']:.1f} s)", flush=True)
+            results_ = list(ex.map(one, names))
+        if not all(results_):
+            report()
+            return 2
     return report()
 
 

@@ -743,3 +743,147 @@ def test_stop_policy_returns_each_status():
     assert stop(policy._replace(stall_patience=None), stalled, residuals) is None
     assert stop(policy, ok._replace(it=50, best_it=50)) == "max_iter"
     assert stop(policy._replace(max_iter=10), ok) == "max_iter"
+
+
+# --------------------------------------------------------------------------- checks that a mutant survived
+# (second round): the symmetric score, the memory estimate, the messages, the stops, adaptive damping
+
+
+def test_step_score_is_exactly_symmetric(key):
+    """The score Gamma that gamp_rie_step hands on (the Onsager term of the next omega, the input of the prior
+    input B) is the symmetric-matrix gradient (G + G^T) / 2, symmetric to the last bit: on softmax data, where
+    the two quadratic forms x_a^T S x_b and x_b^T S x_a of omega differ by rounding, and on linear
+    outputs with an antisymmetric part of 1e-10 (accepted: check_symmetric allows 1e-8), which is outside
+    the model."""
+    S, X, y, k = _instance(key, 12, 0.5)
+    _, Xl, yl, _ = _instance(key, 12, 0.5, channel="linear")
+    A = jax.random.normal(jax.random.key(11), yl.shape)
+    yl = yl + 1e-10 * (A - jnp.swapaxes(A, -1, -2))
+    for channel, X_, y_ in (("softmax", X, y), ("linear", Xl, yl)):
+        problem, state = amp.gamp_rie_start(X_, y_, RHO, channel=channel, key=k)
+        for _ in range(2):
+            state, _ = amp.gamp_rie_step(problem, state)
+            G = np.asarray(state.Gamma)
+            asym = np.max(np.abs(G - np.swapaxes(G, -1, -2)))
+            assert np.array_equal(G, np.swapaxes(G, -1, -2)), (channel, asym)
+
+
+def test_iteration_memory_counts_the_forms_between_the_two_programs(key):
+    """iteration_memory is the larger of the two compiled programs' temporaries (XLA's memory analysis) plus
+    the (n, T, T) quadratic forms that the first program (_quadratic_forms) hands to the second: n T^2 x 8
+    bytes on top, never less than either program alone."""
+    S, X, y, _ = _instance(key, 12, 0.5)
+    n, T, d = X.shape
+    mem = amp.iteration_memory(X, y)
+    step = amp._make_half_step("softmax", 1.0, 0.0, "exact", "square")
+    Z = jnp.zeros((n, T, T))
+    analyses = [c.memory_analysis() for c in step._compiled(X, y, jnp.eye(d), 0.5, Z, Z, 0.5, 0.5, n / d**2)]
+    if mem is None or any(m is None for m in analyses):
+        pytest.skip("memory analysis not available on this backend")
+    assert mem == max(m.temp_size_in_bytes for m in analyses) + n * T * T * 8
+
+
+def test_published_score_outside_the_hardmax_has_its_own_message():
+    """score='published' for a channel other than the hardmax is refused with the message saying that it is
+    the hardmax score of the paper; any other unknown score with the list of the channel's scores."""
+    with pytest.raises(ValueError, match=r"^score must be 'exact' unless channel='hardmax' \('published' is"):
+        aim.gamp_rie_state_evolution(0.1, RHO, score="published")
+    unknown = r"^score must be one of \('exact',\) for channel 'softmax', got 'cube'"
+    with pytest.raises(ValueError, match=unknown):
+        aim.gamp_rie_state_evolution(0.1, RHO, score="cube")
+
+
+def test_stop_policy_from_options_scales_the_explosion_with_the_prior():
+    """GampRieStopPolicy.from_options: max_residual = 100 (1 + rho)^2 (the prior's second moment Q0 = 1 + rho,
+    squared), the other rules copied from the options; at a narrow prior (rho = 0.05) a residual of 1, far
+    below 100 Q0^2 = 110.25, is not an explosion."""
+    opts = amp.GampRieOptions(tol=1e-4, min_iter=2, max_iter=9, patience=3, max_ratio=5.0,
+                              stall_patience=None, rie_outside="continuation").validated()
+    for rho, max_residual in ((0.5, 225.0), (1.0, 400.0), (3.0, 1600.0)):
+        assert amp.GampRieStopPolicy.from_options(opts, rho) == amp.GampRieStopPolicy(
+            max_residual=max_residual, tol=1e-4, min_iter=2, max_iter=9, patience=3, max_ratio=5.0,
+            stall_patience=None, rie_outside="continuation")
+    narrow = amp.GampRieStopPolicy.from_options(opts, 0.05)
+    assert narrow.max_residual == pytest.approx(110.25, rel=1e-15)
+    record = amp.GampRieRecord(it=1, residual=1.0, q_hat=2.0, delta=0.5, mmse_pred=0.05, nishimori_ratio=1.0,
+                               best_residual=1.0, best_it=1)
+    assert amp.gamp_rie_stop(narrow, record) is None
+
+
+def test_non_finite_prior_input_is_reported_as_such(key):
+    """Linear outputs 1e305 h on tokens 1e3 x, with q_hat from the derivative (for the linear channel
+    6 alpha / V = 3, whatever the data): q_hat is finite but the prior input R overflows. The step skips
+    the denoiser and records prior_input_finite=False; gamp_rie stops at iteration 1 with "non-finite prior
+    input R" (not as a collapse), keeping the start as S_hat."""
+    S, X, y, _ = _instance(key, 12, 0.5, channel="linear")
+    X, y = 1e3 * X, 1e305 * y
+    problem, state = amp.gamp_rie_start(X, y, RHO, channel="linear", options=amp.GampRieOptions(
+        init="mean", q_hat_from="derivative"))
+    new, record = amp.gamp_rie_step(problem, state)
+    assert record.q_hat == pytest.approx(3.0, rel=1e-12)
+    assert not record.prior_input_finite and not record.denoised and record.estimate_finite
+    assert np.array_equal(new.S_hat, state.S_hat)
+    res = aim.gamp_rie(X, y, RHO, channel="linear", init="mean", q_hat_from="derivative")
+    assert res.diverged and res.status == "diverged at iteration 1: non-finite prior input R", res.status
+    assert res.n_iter == 1 and len(res.history.error) == 0
+    np.testing.assert_array_equal(res.S_hat, math.sqrt(RHO) * np.eye(12))
+
+
+class _InfiniteRmt(_FakeRmt):
+    """A stand-in for aim_tutorial.rmt whose RIE returns infinite eigenvalues: the new estimate
+    ``O diag(inf) O^T`` is not finite."""
+
+    def rie_eigenvalues(self, lam, delta, rho, outside="continuation"):
+        return np.full(np.shape(lam), np.inf)
+
+
+def test_non_finite_estimate_is_reported_and_not_kept(key, monkeypatch):
+    """When the denoiser returns a non-finite estimate (here an RIE forced to infinite eigenvalues) the
+    step keeps the last finite S_hat and records estimate_finite=False, and gamp_rie stops at iteration 1
+    with "non-finite estimate", the start as S_hat."""
+    S, X, y, _ = _instance(key, 8, 0.5, channel="linear")
+    monkeypatch.setattr(amp, "_rmt", lambda: _InfiniteRmt(0.0))
+    problem, state = amp.gamp_rie_start(X, y, RHO, channel="linear", options=amp.GampRieOptions(init="mean"))
+    new, record = amp.gamp_rie_step(problem, state)
+    assert not record.estimate_finite and record.prior_input_finite
+    assert np.array_equal(new.S_hat, state.S_hat) and new.it == 1
+    res = aim.gamp_rie(X, y, RHO, channel="linear", init="mean", max_ratio=np.inf)
+    assert res.diverged and res.status == "diverged at iteration 1: non-finite estimate", res.status
+    assert res.n_iter == 1
+    np.testing.assert_array_equal(res.S_hat, math.sqrt(RHO) * np.eye(8))
+
+
+class _MonotoneRmt(_FakeRmt):
+    """A stand-in for aim_tutorial.rmt whose RIE returns ``S_hat = (1 + 2^-t) I``: iterates that converge
+    monotonically (``S_t - S_{t-2} = -3 x 2^-t I``, no oscillation), the residual shrinking by 4 each time."""
+
+    def rie_eigenvalues(self, lam, delta, rho, outside="continuation"):
+        self.t += 1
+        return np.full(np.shape(lam), 1.0 + 0.5**self.t)
+
+
+def test_adaptive_damping_is_raised_by_an_oscillation_only(key, monkeypatch):
+    """adaptive_damping raises the damping when the iterates oscillate with period 2 (S_t back near S_{t-2}:
+    ||S_t - S_{t-2}||^2 < ||S_t - S_{t-1}||^2 / 4), not when they converge monotonically: with an RIE
+    forced to S_t = (1 + 2^-t) I the damping stays 0 for all six iterations; with the period-2 jumps of
+    _FakeRmt it is raised to 0.5 at iteration 3 (S_3 = S_1), used from iteration 4 on."""
+    S, X, y, _ = _instance(key, 8, 0.5, channel="linear")
+    kw = dict(channel="linear", init="mean", damping=0.0, adaptive_damping=True, max_ratio=np.inf, max_iter=6)
+    monkeypatch.setattr(amp, "_rmt", lambda: _MonotoneRmt(0.0))
+    res = aim.gamp_rie(X, y, RHO, **kw)
+    assert res.n_iter == 6 and np.all(np.diff(res.history.residual) < 0), res.history.residual
+    np.testing.assert_array_equal(res.history.damping, np.zeros(6))
+    monkeypatch.setattr(amp, "_rmt", lambda: _FakeRmt(0.5))
+    res = aim.gamp_rie(X, y, RHO, **kw)
+    np.testing.assert_array_equal(res.history.damping, [0.0, 0.0, 0.0, 0.5, 0.5, 0.5])
+
+
+def test_state_evolution_without_data_stays_uninformed():
+    """alpha = 0 (allowed, alpha >= 0): no data, q_hat = 0 at every iteration, Delta = inf and the error is
+    that of the prior mean sqrt(rho) I, 1 (the limit of mmse_rho(Delta) as Delta -> inf); converged."""
+    se = aim.gamp_rie_state_evolution(0.0, RHO, n_iter=3)
+    np.testing.assert_array_equal(se.q_hat, np.zeros(3))
+    np.testing.assert_array_equal(se.delta, np.full(3, np.inf))
+    np.testing.assert_array_equal(se.mmse, np.ones(3))
+    assert se.converged and se.status == "converged"
+    assert rmt.mmse_denoising(1e12, RHO) == pytest.approx(1.0, abs=1e-11)

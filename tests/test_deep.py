@@ -469,3 +469,224 @@ def test_train_deep_gd_dtype(key, monkeypatch):
         assert np.array_equal(np.asarray(default.S_hat), np.asarray(r64.S_hat))
     with pytest.raises(ValueError, match=r"^dtype must be one of"):
         aim.train_deep_gd(k3, X, y, [0.5, 0.5], n_init=2, steps=4, dtype="int32")
+
+
+# --- mutation-testing triage: behaviours no test above pinned down ---------------------------------
+
+
+def test_index_covariance_refuses_just_above_its_output_size(monkeypatch):
+    """index_covariance returns an (L K) x (L K) float64 matrix, K = T(T+1)/2, and its memory guard counts
+    those (L K)^2 entries of 8 bytes: at AIM_MAX_BYTES = 8 (L K)^2 it returns, one byte short is refused."""
+    L, T = 2, 3
+    LK = L * T * (T + 1) // 2
+    monkeypatch.setenv("AIM_MAX_BYTES", str(8 * LK**2))
+    assert deep.index_covariance(np.eye(L), T).shape == (LK, LK)
+    monkeypatch.setenv("AIM_MAX_BYTES", str(8 * LK**2 - 1))
+    with pytest.raises(ValueError, match=r"^index_covariance\(T=3\) needs about"):
+        deep.index_covariance(np.eye(L), T)
+
+
+def test_student_weights_may_be_one_stacked_array(key):
+    """Ws may be one (L, d, r) array (layers of one width) as well as a tuple of L (d, r) matrices: the
+    output and the loss are the same, bit for bit; an array of another number of axes is refused, naming Ws."""
+    k1, k2 = jax.random.split(key)
+    d = 6
+    W = jax.random.normal(k1, (2, d, 3))
+    X = aim.sample_tokens(k2, 5, 3, d)
+    y = np.full((5, 3, 3), 1 / 3)
+    np.testing.assert_array_equal(deep.deep_student_output(W, X, beta=0.8, c=1.2),
+                                  deep.deep_student_output(tuple(W), X, beta=0.8, c=1.2))
+    assert float(deep.deep_loss(W, X, y, beta=0.8, c=1.2)) == float(deep.deep_loss(tuple(W), X, y, beta=0.8, c=1.2))
+    with pytest.raises(ValueError, match=r"^Ws must be a tuple of L >= 1 weight matrices"):
+        deep.deep_student_output(W[None], X)
+
+
+def test_student_weights_of_another_d_name_the_first_layers_d():
+    """Every layer's weights must have the d of Ws[0] (which X shares): the error names the layer, that d
+    and the offending shape, here the last of three layers."""
+    Ws = (np.ones((4, 2)), np.ones((4, 3)), np.ones((5, 2)))
+    X = np.ones((3, 2, 4))
+    with pytest.raises(ValueError, match=r"^Ws\[2\] must have shape \(d, r\) with d = 4 \(as Ws\[0\]\), got \(5, 2\)"):
+        deep.deep_student_output(Ws, X)
+
+
+def test_train_deep_gd_error_records_are_the_distances_to_the_teachers(key):
+    """error_students[k, l, -1] is ||S_{k,l} - S_l||_F^2 / d of the returned students (the last record is taken
+    after the last step), and error_mean[l, -1] that of their average: equal to rounding (1e-10).
+    d = 6, 4 Adam steps."""
+    k1, k2, k3 = jax.random.split(key, 3)
+    d = 6
+    Ss = _teachers(k1, d, [0.5, 0.5])
+    X, y = aim.sample_data(k2, Ss, n=12, T=2, channel="deep")
+    res = deep.train_deep_gd(k3, X, y, [0.5, 0.5], n_init=2, steps=4, S_true=Ss, record_every=2)
+    S = jnp.stack(Ss)
+    np.testing.assert_allclose(res.error_students[:, :, -1], jnp.sum((res.S_students - S) ** 2, axis=(-1, -2)) / d,
+                               rtol=1e-10)
+    np.testing.assert_allclose(res.error_mean[:, -1], jnp.sum((res.S_hat - S) ** 2, axis=(-1, -2)) / d, rtol=1e-10)
+
+
+def test_train_deep_gd_refuses_just_above_its_memory_need(key, monkeypatch):
+    """train_deep_gd's memory guard counts, in float64 entries, the weights with their gradients and two Adam
+    moments (4 n_init d sum_l r_l), the students' matrices (n_init L d^2) and the data (2 n T max(d, T)): at
+    that many bytes it trains, one byte short is refused. d = 6, r_l = 3, n = 12 (as the divergence test)."""
+    d, n, T, n_init, L, widths = 6, 12, 2, 2, 2, (3, 3)
+    S = _teachers(key, d, [0.5, 0.5])
+    X, y = aim.sample_data(key, S, n=n, T=T, channel="deep")
+    need = 8 * (4 * n_init * d * sum(widths) + n_init * L * d * d + 2 * n * T * max(d, T))
+    monkeypatch.setenv("AIM_MAX_BYTES", str(need - 1))
+    with pytest.raises(ValueError, match=r"^train_deep_gd needs about"):
+        deep.train_deep_gd(key, X, y, [0.5, 0.5], n_init=n_init, steps=10, widths=widths)
+    monkeypatch.setenv("AIM_MAX_BYTES", str(need))
+    assert deep.train_deep_gd(key, X, y, [0.5, 0.5], n_init=n_init, steps=10, widths=widths).widths == widths
+
+
+def test_q_hat_first_layer_known_is_its_fisher_information(key):
+    """V_1 -> 0 (the first layer known): Z_out is the Gaussian N(D; M omega^2, V_2 M C M^T), M = Pi L_B(h^1),
+    so given omega the scores' second moment is that Gaussian's Fisher information I and
+    q_hat_11 = 2 alpha E_omega tr(C I_11(omega)), omega ~ N(0, q kron C): it depends on the joint law of
+    (omega^1, omega^2), here correlated (q_12 = 0.7). The reference computes I exactly (jax.jacfwd) over
+    20000 independent omega. And q_hat_22 = alpha (T^2 + T - 2) / V_2 exactly: each sample's 2 g_2^T C g_2
+    is 2 chi^2_2 / V_2 (the whitened residual), whose standard deviation equals its mean, so the stderr is
+    alpha (T^2 + T - 2) / (V_2 sqrt(n_omega)). Tolerances: 5 combined standard errors on the means (the
+    deviations measured are below 1); 10% on the stderr (the relative spread of a sample standard deviation
+    of chi^2_2 is sqrt(8 / (4 n_omega)) = 1.4%)."""
+    T, alpha, V2, n = 2, 1.0, 0.1, 10 * deep._BATCH
+    q = np.array([[1.0, 0.7], [0.7, 1.0]])
+    r = deep.deep_q_hat(key, alpha, q, (1e-6, V2), T=T, n_omega=n, n_inner=8)
+    exact22 = alpha * (T * T + T - 2) / V2
+    assert abs(r.q_hat[1, 1] - exact22) < 5 * r.stderr[1, 1]
+    assert r.stderr[1, 1] == pytest.approx(exact22 / np.sqrt(n), rel=0.1)
+
+    basis = jnp.array([[[1.0, 0], [0, 0]], [[0, 1.0], [1.0, 0]], [[0, 0], [0, 1.0]]])  # upper triangle (0,0),(0,1),(1,1)
+    Pi = jnp.array([[1.0, 0, -1], [0, 1, -1]])
+    Cd = jnp.array([2.0, 1.0, 2.0])
+
+    def mean_cov(h1, om2):  # beta = c = 1
+        B = jnp.eye(2) + jax.nn.softmax(jnp.einsum("k,kab->ab", h1, basis), axis=-1)
+        M = Pi @ jnp.stack([(B @ E @ B.T)[jnp.array([0, 0, 1]), jnp.array([0, 1, 1])] for E in basis], axis=1)
+        return M @ om2, V2 * (M * Cd) @ M.T
+
+    def trace_c_fisher(om1, om2):
+        J = jax.jacfwd(lambda h: mean_cov(h, om2)[0])(om1)
+        dS = jax.jacfwd(lambda h: mean_cov(h, om2)[1])(om1)
+        S = mean_cov(om1, om2)[1]
+        Si = jnp.array([[S[1, 1], -S[0, 1]], [-S[1, 0], S[0, 0]]]) / (S[0, 0] * S[1, 1] - S[0, 1] * S[1, 0])
+        fisher = J.T @ Si @ J + 0.5 * jnp.einsum("ab,bck,cd,dal->kl", Si, dS, Si, dS)
+        return jnp.sum(Cd * jnp.diag(fisher))
+
+    g = jax.random.normal(jax.random.fold_in(key, 1), (20000, 2, 3)) * jnp.sqrt(Cd)
+    omega = jnp.einsum("lm,nmk->nlk", jnp.asarray(np.linalg.cholesky(q)), g)
+    v = 2 * alpha * np.asarray(jax.jit(jax.vmap(trace_c_fisher))(omega[:, 0], omega[:, 1]))
+    ref, ref_se = v.mean(), v.std() / np.sqrt(v.size)
+    assert abs(r.q_hat[0, 0] - ref) < 5 * np.hypot(r.stderr[0, 0], ref_se), (r.q_hat[0, 0], r.stderr[0, 0], ref, ref_se)
+
+
+def test_q_hat_and_its_stderr_are_alpha_times_the_per_sample_mean_and_standard_error(key):
+    """q_hat = alpha E[2 sym(g_A^T C g_B)] over the omega samples, and its stderr is alpha times their standard
+    deviation over sqrt(n_omega): recomputed from the batch's scores (one batch, fold_in(key, 0)), at alpha =
+    2.5, to rounding (1e-8: the variance is E[H^2] - E[H]^2)."""
+    Q0 = deep.limit_overlap_matrix([0.5, 0.5])
+    V = (0.3, 0.2)
+    q = Q0 - np.diag(V)
+    r = deep.deep_q_hat(key, 2.5, q, V, n_omega=40, n_inner=8)
+    GA, GB = deep._q_hat_batch(jax.random.fold_in(key, 0), q[0, 0], q[1, 1], q[0, 1], *V, 1.0, 1.0,
+                               T=2, n_omega=40, n_inner=8)
+    H = np.einsum("nlk,k,nmk->nlm", np.asarray(GA), np.array([2.0, 1.0, 2.0]), np.asarray(GB))
+    H = H + np.swapaxes(H, -1, -2)
+    np.testing.assert_allclose(r.q_hat, 2.5 * H.mean(axis=0), rtol=1e-10)
+    np.testing.assert_allclose(r.stderr, 2.5 * H.std(axis=0) / np.sqrt(40), rtol=1e-8)
+
+
+def test_q_hat_refuses_just_above_its_memory_need(key, monkeypatch):
+    """deep_q_hat's memory guard counts 8 n_omega n_inner K^2 float64 entries, K = T(T+1)/2 (one batch: the
+    two inner sets and, per draw, the K x K maps and their gradients): at that many bytes it runs, one byte
+    short is refused."""
+    Q0 = deep.limit_overlap_matrix([0.5, 0.5])
+    V = (0.3, 0.2)
+    need = 8 * (8 * 40 * 8 * 3 * 3)
+    monkeypatch.setenv("AIM_MAX_BYTES", str(need))
+    assert deep.deep_q_hat(key, 1.0, Q0 - np.diag(V), V, T=2, n_omega=40, n_inner=8).q_hat.shape == (2, 2)
+    monkeypatch.setenv("AIM_MAX_BYTES", str(need - 1))
+    with pytest.raises(ValueError, match=r"^deep_q_hat\(T=2, n_inner=8\) needs about"):
+        deep.deep_q_hat(key, 1.0, Q0 - np.diag(V), V, T=2, n_omega=40, n_inner=8)
+
+
+def test_state_evolution_refuses_V_floor_and_V_start_out_of_range(key):
+    """V_floor must be in (0, 1) and V_start in (0, 1]^2 (the error at alpha = 0 is 1): the boundaries 1 and 0
+    are refused, naming the argument; just inside them is accepted (alpha = 0: nothing is iterated)."""
+    for V_floor in (1.0, 1.5):
+        with pytest.raises(ValueError, match=r"^V_floor must be in \(0, 1\)"):
+            deep.deep_state_evolution_diagonal(key, 0.0, [0.5, 0.5], V_floor=V_floor)
+    for V_start in ((1.0, 0.0), (0.5, -0.5)):
+        with pytest.raises(ValueError, match=r"^V_start must be two errors"):
+            deep.deep_state_evolution_diagonal(key, 0.0, [0.5, 0.5], V_start=V_start)
+    r = deep.deep_state_evolution_diagonal(key, 0.0, [0.5, 0.5], V_floor=0.999, V_start=(1.0, 1e-3))
+    assert r.converged[0] and r.status == ("fixed point",)
+
+
+def test_state_evolution_an_error_at_V_stop_is_not_below_it(key):
+    """The damped steps stop for perfect recovery once every V_l < V_stop, strictly, as the status does: with
+    V_stop equal to the larger error after one damped step, that step is not perfect recovery and a second one
+    is taken (common random numbers: the same steps as a run without the stop); its errors are below V_stop,
+    so it reports perfect recovery after 2 steps (iterations; the final evaluation, which reports q_hat, is
+    not one)."""
+    kw = dict(n_omega=40, n_inner=8, warm_tol=1e-12)
+    one = deep.deep_state_evolution_diagonal(key, 0.5, [0.5, 0.5], max_iter=1, **kw)
+    two = deep.deep_state_evolution_diagonal(key, 0.5, [0.5, 0.5], max_iter=2, **kw)
+    assert two.status == ("max_iter",) and np.all(two.mmse < one.mmse.max())
+    edge = deep.deep_state_evolution_diagonal(key, 0.5, [0.5, 0.5], max_iter=2, V_stop=float(one.mmse.max()), **kw)
+    np.testing.assert_array_equal(edge.mmse, two.mmse)
+    assert edge.status == ("perfect recovery",) and edge.iterations.tolist() == [2]
+
+
+def test_state_evolution_root_finder_gets_what_is_left_of_max_iter(key, monkeypatch):
+    """max_iter bounds the evaluations of F for one alpha: after the damped steps the root finder is given the
+    rest, max_iter minus the evaluations made, as its maxfev, and is stopped at max_iter (SciPy's hybr does
+    not count its first probes against maxfev and went past it); iterations counts the evaluations of the
+    iteration, one deep_q_hat call each, and one more call reports q_hat at the returned V.
+    warm_tol = 10: one damped step; tol = 1e-15: the root finder spends its whole budget."""
+    import scipy.optimize
+
+    calls, budgets = [0], []
+    q_hat, root = deep.deep_q_hat, scipy.optimize.root
+
+    def counting_q_hat(*args, **kwargs):
+        calls[0] += 1
+        return q_hat(*args, **kwargs)
+
+    def recording_root(fun, x0, **kwargs):
+        budgets.append((calls[0], kwargs["options"]["maxfev"]))
+        return root(fun, x0, **kwargs)
+
+    monkeypatch.setattr(deep, "deep_q_hat", counting_q_hat)
+    monkeypatch.setattr(scipy.optimize, "root", recording_root)
+    r = deep.deep_state_evolution_diagonal(key, 0.3, [0.5, 0.5], n_omega=40, n_inner=8, max_iter=10, warm_tol=10.0,
+                                           tol=1e-15)
+    assert budgets == [(1, 9)]
+    assert r.status == ("max_iter",) and r.iterations.tolist() == [10] and calls[0] == 11
+
+
+def test_state_evolution_never_leaves_the_overlap_matrices(key, monkeypatch):
+    """The root finder steps in log V and may probe V_l > 1, where q = Q0 - diag(V) is no overlap matrix
+    (q_11 q_22 < rho_1 rho_2): F is taken at V clipped to 1 there, so no probe is refused by deep_q_hat's
+    check (it was: "q must be a (2, 2) positive semi-definite matrix" from a call with V_1 = 1.5). Every
+    argument the map is evaluated at has errors in [V_floor, 1]."""
+    seen, q_hat = [], deep.deep_q_hat
+
+    def recording_q_hat(key_, alpha, q, V, **kw):
+        seen.append(np.asarray(V, float))
+        return q_hat(key_, alpha, q, V, **kw)
+
+    monkeypatch.setattr(deep, "deep_q_hat", recording_q_hat)
+    r = deep.deep_state_evolution_diagonal(key, 0.1, [0.5, 0.5], n_omega=40, n_inner=8, warm_tol=0.5)
+    assert r.status[0] in ("fixed point", "max_iter") and np.all(r.mmse <= 1.0)
+    assert np.max(seen) <= 1.0 and np.min(seen) >= 1e-4
+
+
+def test_log_zout_refuses_one_token_and_no_draws():
+    """T = 1 has nothing to observe (K - 1 = 0 outputs): refused, naming T. An empty zeta (M = 0 draws) is
+    refused with the shape it must have, (M, K) with M >= 1."""
+    with pytest.raises(ValueError, match=r"^T must be an integer >= 2"):
+        deep.deep_log_zout(np.zeros(0), np.zeros(1), np.zeros(1), np.ones((2, 1)), (0.5, 0.5), T=1)
+    with pytest.raises(ValueError, match=r"^zeta must have shape \(M, 3\) with M >= 1, got \(0, 3\)"):
+        deep.deep_log_zout(np.zeros(2), np.zeros(3), np.zeros(3), np.zeros((0, 3)), (0.5, 0.5))
