@@ -501,3 +501,199 @@ def test_train_gd_default_on_cpu_is_float64(key, monkeypatch):
         assert getattr(res, field).dtype == np.float64, field
     same = train_gd(key, X, y, 0.5, n_init=2, steps=10, S_true=S, progress=False, dtype="float64")
     assert np.array_equal(np.asarray(res.S_hat), np.asarray(same.S_hat))  # the default is float64, bit for bit
+
+
+# --------------------------------------------------------------------------- mutation triage (gd)
+
+
+def test_zero_tokens_refused_naming_T(key):
+    """A sample of ``T = 0`` tokens has no attention indices: refused by the shape rule, naming ``T``.
+
+    ``X`` of shape ``(n, 0, d)`` (and the matching ``y`` of shape ``(n, 0, 0)``) must be refused by the
+    ``T, d >= 1`` check of every entry point, before anything is computed.
+    """
+    match = r"^X must have shape \(n, T, d\) with T, d >= 1"
+    with pytest.raises(ValueError, match=match):
+        student_indices(np.ones((3, 2)), np.ones((2, 0, 3)))
+    with pytest.raises(ValueError, match=match):
+        gd_loss(np.ones((3, 2)), np.ones((2, 0, 3)), np.ones((2, 0, 0)), channel="linear")
+    S, X, y = _problem(key, d=8, alpha=0.2)
+    with pytest.raises(ValueError, match=match):
+        train_gd(key, X[:, :0], y[:, :0, :0], 0.5, steps=1)
+
+
+def test_divergence_status_names_the_layer():
+    """With layers, the status of a student whose norm passed its bound names that layer, counted from 1.
+
+    ``_divergence`` is the report of both ``train_gd`` and ``deep.train_deep_gd``; with ``layered=True`` the
+    ``l``-th layer (0-based) is reported as "layer l + 1", the chapter's numbering.
+    """
+    from aim_tutorial.gd import _divergence
+
+    loss, final = np.ones((2, 3)), np.ones(2)
+    norms = np.array([[1e4, 1.0], [1.0, 1e4]])  # student 0: layer 1 too big, student 1: layer 2
+    div, status = _divergence(loss, final, norms, [1.5, 2.0], np.ones(2), 3, layered=True)
+    assert div.tolist() == [True, True]
+    assert status[0] == ("diverged: ||S_{k,l}||_F^2/d of layer 1 = 1e+04 at the end, more than 100 times the "
+                         "scale 1.5 of the problem (lower lr)")
+    assert status[1] == ("diverged: ||S_{k,l}||_F^2/d of layer 2 = 1e+04 at the end, more than 100 times the "
+                         "scale 2 of the problem (lower lr)")
+
+
+def test_averaged_errors_takes_a_list_of_matrices(key):
+    """``S_students`` and ``S_true`` given as Python lists give the same errors as the stacked arrays.
+
+    The docstring's ``(n_init, d, d)`` may come as a list of ``(d, d)`` matrices (as a user collects them);
+    it is converted, and the result is bit for bit that of the array.
+    """
+    S = np.asarray(aim.sample_teacher(key, 6, 0.5))
+    students = [np.asarray(aim.sample_teacher(jax.random.fold_in(key, k), 6, 0.5)) for k in range(4)]
+    want = averaged_errors(np.stack(students), S, Ks=[1, 2, 4])
+    got = averaged_errors(students, S.tolist(), Ks=[1, 2, 4])
+    assert np.all(want > 0.1)  # independent samples: errors of order one
+    np.testing.assert_array_equal(got, want)
+
+
+def test_averaged_errors_refuses_K_zero(key):
+    """``K = 0`` (the average of no student) is refused naming ``Ks[i]``: the mean of nothing is no error."""
+    S = np.asarray(aim.sample_teacher(key, 6, 0.5))
+    with pytest.raises(ValueError, match=r"^Ks\[1\] must be an integer >= 1, got 0"):
+        averaged_errors(np.stack([S, S]), S, Ks=[1, 0])
+
+
+def test_deep_students_record_errors_per_layer_on_the_last_axis(key):
+    """The shared driver (``_train_students``) puts the records on the last axis, whatever the errors' shape.
+
+    ``deep.train_deep_gd`` records one error a layer: ``error_mean`` is ``(L, R + 1)``, its column ``r`` the
+    per-layer error of the averaged students after ``record_steps[r]`` steps; the first column is the error of
+    the averaged initial students, the last that of ``S_hat`` (exact up to rounding).
+    """
+    from aim_tutorial import deep
+
+    k1, k2, k3 = jax.random.split(key, 3)
+    d = 8
+    Ss = deep.sample_deep_teacher(k1, d, [0.5, 0.5])
+    X, y = aim.sample_data(k2, Ss, n=16, T=2, channel="deep")
+    res = deep.train_deep_gd(k3, X, y, [0.5, 0.5], n_init=2, steps=2, S_true=Ss, record_every=1)
+    assert res.error_mean.shape == (2, 3) and res.error_students.shape == (2, 2, 3)
+    W0 = [jax.random.normal(k, (2, d, w)) for k, w in zip(jax.random.split(k3, 2), res.widths)]
+    first = [float(jnp.sum((jnp.mean(student_matrix(W), axis=0) - S) ** 2)) / d for W, S in zip(W0, Ss)]
+    last = [float(jnp.sum((res.S_hat[l] - Ss[l]) ** 2)) / d for l in range(2)]
+    np.testing.assert_allclose(res.error_mean[:, 0], first, rtol=1e-12)
+    np.testing.assert_allclose(res.error_mean[:, -1], last, rtol=1e-12)
+    np.testing.assert_allclose(res.error_students[:, :, -1],
+                               [[float(jnp.sum((res.S_students[k, l] - Ss[l]) ** 2)) / d for l in range(2)]
+                                for k in range(2)], rtol=1e-12)
+
+
+def test_record_steps_every_step_and_one_bar_update_per_record(key, capsys):
+    """``record_every=1`` records after every step; with fewer records than chunks each is its own chunk.
+
+    ``record_steps`` is ``0, 1, ..., steps`` (one entry per column of the error records), and ``train_gd``'s
+    bar (about 20 updates) advances once per record when there are only 4: it shows ``4/4``.
+    """
+    S, X, y = _problem(key, d=8, alpha=0.2)
+    res = train_gd(key, X, y, 0.5, n_init=2, steps=4, record_every=1, S_true=S, progress=True)
+    np.testing.assert_array_equal(res.record_steps, [0, 1, 2, 3, 4])
+    assert res.error_students.shape == (2, 5) and res.error_mean.shape == (5,)
+    err = capsys.readouterr().err
+    assert "4/4" in err, err
+
+
+def test_one_device_trains_without_a_mesh(key):
+    """On one device the students are not resharded: the results are plain single-device arrays.
+
+    A mesh is built only to spread students over several devices; with ``devices`` one device the results
+    live on it with a ``SingleDeviceSharding``, as any single-device JAX computation's do.
+    """
+    S, X, y = _problem(key, d=8, alpha=0.2)
+    dev = jax.devices()[0]
+    res = train_gd(key, X, y, 0.5, n_init=2, steps=1, S_true=S, devices=[dev])
+    for field in ("S_hat", "S_students", "W", "loss", "final_loss", "error_students", "error_mean"):
+        sharding = getattr(res, field).sharding
+        assert isinstance(sharding, jax.sharding.SingleDeviceSharding), (field, sharding)
+        assert sharding.device_set == {dev}
+
+
+def test_divergence_status_reports_the_scale_of_the_problem(key):
+    """A student whose ``||S_k||_F^2/d`` blew up is compared with ``max(1 + rho, (d + r' + 1)/d)``.
+
+    No ``S_true``. At ``d = 8``, ``rho = 0.5``: the default width ``r' = 4`` gives
+    ``(d + r' + 1)/d = 1.625 > 1 + rho``, width ``r' = 1`` gives ``1 + rho = 1.5 > 1.25``; the status
+    reports that scale. Adam at ``lr = 1e6`` blows the students up in one step (as in
+    ``test_divergence_detected_and_reported``).
+    """
+    S, X, y = _problem(key, d=8, alpha=0.2)
+    for width, scale in ((None, 1.625), (1, 1.5)):
+        bad = train_gd(key, X, y, 0.5, n_init=2, steps=2, lr=1e6, width=width)
+        assert bad.diverged.tolist() == [True, True], bad.status
+        for msg in bad.status:
+            assert msg.startswith("diverged: ||S_k||_F^2/d = "), msg
+            assert f"times the scale {scale:.3g} of the problem" in msg, (width, msg)
+
+
+def test_divergence_status_reports_the_loss_reference(key):
+    """A student whose loss blew up is compared with ``max(initial loss, ||y||_F^2/d)``, named in its status.
+
+    Linear channel, Adam at ``lr = 1e6``: after one step the loss is finite but ~1e24 times larger; the status
+    names that step and the reference, computed here from the recorded initial loss and the labels.
+    """
+    S, X, y = _problem(key, d=8, alpha=0.2)
+    bad = train_gd(key, X, y, 0.5, n_init=2, steps=2, lr=1e6, channel="linear")
+    assert bool(jnp.all(bad.finite)) and bad.diverged.tolist() == [True, True], bad.status
+    ref_y = float(jnp.sum(y * y)) / 8
+    for k, msg in enumerate(bad.status):
+        ref = max(float(bad.loss[k, 0]), ref_y)
+        assert msg.startswith("diverged: the loss is ") and " after 1 steps, " in msg, msg
+        assert f"times its reference {ref:.3g} = max(initial loss, ||y||_F^2/d)" in msg, (ref, msg)
+
+
+def test_default_width_is_at_least_one(key):
+    """The default width ``round(rho d)`` is floored at 1, else kept: ``rho d = 0.8`` and ``0.4`` give 1."""
+    S, X, y = _problem(key, d=8, alpha=0.2)
+    for rho in (0.1, 0.05):
+        res = train_gd(key, X, y, rho, n_init=2, steps=1)
+        assert res.width == 1 and res.W.shape == (2, 8, 1), rho
+    assert train_gd(key, X, y, 0.5, n_init=2, steps=1).width == 4
+
+
+def test_train_gd_memory_estimate(key, monkeypatch):
+    """``train_gd`` refuses a run whose estimate passes ``AIM_MAX_BYTES``, and reports the estimate.
+
+    The estimate counts, at 8 bytes an entry, the weights with their gradient and Adam's two moments
+    (``4 n_init d r'``), the students' matrices (``n_init d^2``) and the data (``2 n T max(d, T)``): at
+    ``n_init = 2, d = 8, r' = 4, n = 13, T = 2`` that is ``800`` entries, 6400 bytes; one byte less is
+    refused.
+    """
+    S, X, y = _problem(key, d=8, alpha=0.2)
+    assert X.shape == (13, 2, 8)
+    monkeypatch.setenv("AIM_MAX_BYTES", "6399")
+    with pytest.raises(ValueError, match=rf"^train_gd needs about {6400 / 2**30:.3g} GiB"):
+        train_gd(key, X, y, 0.5, n_init=2, steps=1)
+    monkeypatch.setenv("AIM_MAX_BYTES", "6400")
+    assert train_gd(key, X, y, 0.5, n_init=2, steps=1).width == 4
+
+
+def test_progress_bar_default_follows_the_cost(key, monkeypatch):
+    """``progress=None`` shows a bar when ``6 steps n_init n T d r'`` passes ``2e11`` (about 10 s), not below.
+
+    At ``n_init = 2, n = 13, T = 2, d = 8, r' = 4`` the cost is ``9984`` a step: ``2.1e7`` steps pass the
+    threshold, ``2.0e7`` do not. The training itself is replaced by a stub that records the decision.
+    """
+    from aim_tutorial import gd
+
+    class _Stop(Exception):
+        pass
+
+    seen = []
+
+    def stub(*args, **kwargs):
+        seen.append(kwargs["progress"])
+        raise _Stop
+
+    monkeypatch.setattr(gd, "_train_students", stub)
+    S, X, y = _problem(key, d=8, alpha=0.2)
+    for steps in (21_000_000, 20_000_000):
+        with pytest.raises(_Stop):
+            train_gd(key, X, y, 0.5, n_init=2, steps=steps)
+    assert seen == [True, False]
