@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from scipy import integrate, stats
 from scipy.stats import multivariate_normal
 
 import aim_tutorial as aim
@@ -168,6 +169,64 @@ def test_hardmax_score_finite_in_extreme_tails(key):
     # confident and often wrong: omega 1000 times larger, V tiny
     G = aim.output_score("hardmax", y, 1000 * omega, 1e-4)
     assert bool(jnp.all(jnp.isfinite(G)))
+
+
+def _phi2_reference(k1, k2, c):
+    """``phi_2(k1, k2; c)`` and ``Phi_2(k1, k2; c)`` from SciPy: the density in closed form, the CDF as
+    ``int_{-inf}^{k1} phi(x) Phi((k2 - c x)/s) dx`` by adaptive quadrature (relative error ~1e-13)."""
+    s = math.sqrt(1 - c * c)
+    pdf = math.exp(-(k1 * k1 - 2 * c * k1 * k2 + k2 * k2) / (2 * s * s)) / (2 * math.pi * s)
+    cdf, _ = integrate.quad(lambda x: stats.norm.pdf(x) * stats.norm.cdf((k2 - c * x) / s), -np.inf, k1,
+                            epsabs=0, epsrel=1e-13, limit=200)
+    return pdf, cdf
+
+
+def test_hardmax_scores_against_scipy_at_every_outcome():
+    """Both hardmax scores entry by entry against SciPy, for the four outcomes y at three omega, at
+    V = 0.2 (r = sqrt(3 V) != 1, so a missing or inverted 1/r shows): the exact score is
+    Gamma_aa = s_a d_a / r, Gamma_12 = -(s_1 d_1 + s_2 d_2) / (2 r) with d_1 = phi(k1) Phi((k2 - c k1)/s)
+    / Phi_2; the published one puts phi_2 / Phi_2 in place of both d_a. k_a = s_a (omega_aa - omega_12) / r,
+    c = s_1 s_2 / 3. Measured agreement 5e-15 relative; the tolerance 1e-12 is the SciPy quadrature's
+    requested error (1e-13) with margin. An error in the off-diagonal entry changes it by O(1)."""
+    V = 0.2
+    r = math.sqrt(3 * V)
+    outcomes = np.array([[[1, 0], [1, 0]], [[1, 0], [0, 1]], [[0, 1], [1, 0]], [[0, 1], [0, 1]]], float)
+    for om in ([[0.3, -0.2], [-0.2, 0.5]], [[-0.4, 0.6], [0.6, 0.1]], [[1.1, 0.0], [0.0, -0.7]]):
+        om = np.array(om)
+        omega = np.broadcast_to(om, (4, 2, 2))
+        G = np.asarray(aim.output_score("hardmax", outcomes, omega, V))
+        Gp = np.asarray(aim.output_score("hardmax", outcomes, omega, V, score="published"))
+        for i, y in enumerate(outcomes):
+            s1, s2 = (1.0 if y[0, 0] else -1.0), (1.0 if y[1, 1] else -1.0)
+            k1, k2, c = s1 * (om[0, 0] - om[0, 1]) / r, s2 * (om[1, 1] - om[0, 1]) / r, s1 * s2 / 3
+            sq = math.sqrt(1 - c * c)
+            pdf, cdf = _phi2_reference(k1, k2, c)
+            d1 = stats.norm.pdf(k1) * stats.norm.cdf((k2 - c * k1) / sq) / cdf
+            d2 = stats.norm.pdf(k2) * stats.norm.cdf((k1 - c * k2) / sq) / cdf
+            dp = pdf / cdf
+            want = np.array([[s1 * d1, -(s1 * d1 + s2 * d2) / 2], [-(s1 * d1 + s2 * d2) / 2, s2 * d2]]) / r
+            want_p = np.array([[s1 * dp, -(s1 + s2) * dp / 2], [-(s1 + s2) * dp / 2, s2 * dp]]) / r
+            np.testing.assert_allclose(G[i], want, rtol=1e-12, atol=1e-15, err_msg=f"exact {om} {y}")
+            np.testing.assert_allclose(Gp[i], want_p, rtol=1e-12, atol=1e-15, err_msg=f"published {om} {y}")
+
+
+def test_hardmax_channel_callables_take_numpy_arrays():
+    """The registered Channel object is public (``channels.get("hardmax")``) and its ``score`` and
+    ``log_partition`` may be called directly, outside the jitted front end, on NumPy arrays of shape
+    (..., 2, 2): they read s_a from y[a, a] and must agree with output_score / log_partition for the four
+    outcomes, both scores (same arithmetic, eager instead of jitted: measured 7e-16 relative; 1e-13 allows
+    for rounding)."""
+    hm = ch.get("hardmax")
+    V = 0.35
+    outcomes = np.array([[[1, 0], [1, 0]], [[1, 0], [0, 1]], [[0, 1], [1, 0]], [[0, 1], [0, 1]]], float)
+    omega = np.broadcast_to(np.array([[0.2, -0.5], [-0.5, 0.9]]), (4, 2, 2)).copy()
+    for score in ("exact", "published"):
+        G = np.asarray(hm.score(outcomes, omega, V, 1.0, score))
+        np.testing.assert_allclose(G, np.asarray(aim.output_score("hardmax", outcomes, omega, V, score=score)),
+                                   rtol=1e-13, atol=1e-15)
+    lz = np.asarray(hm.log_partition(outcomes, omega, V, 1.0))
+    np.testing.assert_allclose(lz, np.asarray(aim.log_partition("hardmax", outcomes, omega, V)), rtol=1e-13)
+    assert np.exp(lz).sum() == pytest.approx(1.0, abs=1e-12)  # the four outcomes exhaust the probability
 
 
 @pytest.mark.slow

@@ -158,3 +158,195 @@ def test_outputs_outside_the_range_of_the_map_are_refused():
     aim.channels.check_outputs(noisy, "y", y, 2, 1.0)  # accepted (the check alone: no quadrature here)
     with pytest.raises(ValueError, match="y must be symmetric"):
         aim.output_score(noisy, asym, omega, 0.5)
+
+
+# ---------------------------------------------------------------------------
+# the structure of a noiseless map (analyse, kinks) and the noiseless state evolution
+
+
+def _staircase(h):
+    """Two ramps of slope 1 between three flats, all ends off the analysis grid (spacing 1e-3)."""
+    return jnp.clip(h, -0.3004, 0.2003) + jnp.clip(h, 0.5004, 1.0007)
+
+
+@pytest.mark.parametrize("name, f, flats, pieces, images", [
+    ("relu", lambda h: jnp.maximum(h, 0.0), [(-np.inf, 0.0, 0.0)], [(0.0, np.inf)], [(0.0, np.inf)]),
+    ("clip", lambda h: jnp.clip(h, 1.25, 3.0), [(-np.inf, 1.25, 1.25), (3.0, np.inf, 3.0)], [(1.25, 3.0)],
+     [(1.25, 3.0)]),
+    ("staircase", _staircase, [(-np.inf, -0.3004, 0.2), (0.2003, 0.5004, 0.7007), (1.0007, np.inf, 1.201)],
+     [(-0.3004, 0.2003), (0.5004, 1.0007)], [(0.2, 0.7007), (0.7007, 1.201)]),
+])
+def test_analyse_places_flat_ends_and_pieces_off_the_grid(name, f, flats, pieces, images):
+    """The ends of the flat intervals are refined by bisection from the grid (spacing 1e-3) to
+    where f leaves its flat value, two units in the last place (``_value_tol``), so they sit
+    within 1e-15 of the true ends; every monotone piece runs from its left flat's end to its
+    right flat's end (unbounded where no flat bounds it), and its image is the open interval
+    between the flat values. A flat value at the end of a piece's image (ReLU's 0, the clip's
+    1.25) is not a value the piece takes: the map is accepted. Tolerance: the refinement stops
+    where ``|f - c|`` exceeds ``4.5e-16 max(1, |c|)``, 1.35e-15 at ``c = 3`` (slope 1)."""
+    st = ew.analyse(f)
+    a, b, c = (np.array(col) for col in zip(*flats))
+    np.testing.assert_allclose(st.flat_a, a, rtol=0, atol=1.4e-15, err_msg=name)
+    np.testing.assert_allclose(st.flat_b, b, rtol=0, atol=1.4e-15, err_msg=name)
+    np.testing.assert_allclose(st.flat_c, c, rtol=0, atol=1.4e-15, err_msg=name)
+    np.testing.assert_array_equal(st.flat_group, np.arange(len(flats)))
+    pa, pb = (np.array(col) for col in zip(*pieces))
+    np.testing.assert_allclose(st.piece_a, pa, rtol=0, atol=1.4e-15, err_msg=name)
+    np.testing.assert_allclose(st.piece_b, pb, rtol=0, atol=1.4e-15, err_msg=name)
+    assert np.all(st.piece_increasing)
+    lo, hi = (np.array(col) for col in zip(*images))
+    np.testing.assert_allclose(st.piece_lo, lo, rtol=0, atol=1.4e-15, err_msg=name)
+    np.testing.assert_allclose(st.piece_hi, hi, rtol=0, atol=1.4e-15, err_msg=name)
+
+
+def test_a_piece_between_narrow_flats_ends_at_its_own_neighbours():
+    """A piece's grid ends are replaced by the refined ends of the flats next to it (within two
+    grid steps), not by those of another flat nearby: on a grid of step 1, a flat that ends at
+    0.9, a ramp to 0.95, a flat to 3.5 (2.6 steps after 0.9) and a ramp on give the pieces
+    (0.9, 0.95) and (3.5, inf)."""
+    def f(h):
+        ramp = jnp.where(h <= 3.5, 1.0, h - 2.5)
+        return jnp.where(h <= 0.9, 0.0, jnp.where(h < 0.95, (h - 0.9) / 0.05, ramp))
+
+    st = ew.analyse(f, x_max=5.0, n_grid=11)  # the grid -5, -4, ..., 5
+    np.testing.assert_allclose(st.flat_b, [0.9, 3.5], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(st.piece_a, [0.9, 3.5], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(st.piece_b, [0.95, np.inf], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(st.piece_lo, [0.0, 1.0], rtol=0, atol=1e-15)
+
+
+def test_images_that_overlap_by_rounding_are_one_to_one():
+    """Two pieces whose images meet at a flat value ``c = 1e4`` to within rounding (one ends an
+    ulp above ``c``, the next starts an ulp below, as separately computed branches of a map may)
+    do not make the map many-to-one: the overlap check allows ``1e-12 |c|`` (1e-8 here, the
+    overlap is 2 ulp = 3.6e-12)."""
+    c = 1e4
+    u = float(np.spacing(c))
+
+    def f(h):
+        return jnp.where(h < 4e-4, c - 1 + h, jnp.where(h < 5e-4, c + u, jnp.where(
+            h <= 1.0005, c, jnp.where(h <= 1.0006, c - u, c + 1 + h))))
+
+    st = ew.analyse(f)
+    assert st.piece_hi[0] - st.piece_lo[1] == pytest.approx(2 * u, rel=1e-12)
+    np.testing.assert_allclose([st.flat_a[0], st.flat_b[0]], [4e-4, 1.0006], rtol=0, atol=1e-15)
+
+
+def _union_info(q_s, v, a, b):
+    """I(q_s, v) of a map flat (one value) on ``h <= a`` and ``h >= b``, invertible between: from the
+    moments of ``N(omega, v)`` on the union of the two tails, adaptive quadrature over omega."""
+    from scipy import integrate
+
+    s, sv = math.sqrt(q_s), math.sqrt(v)
+
+    def pvar(w):
+        al, be = (a - w) / sv, (b - w) / sv
+        P = ndtr(al) + ndtr(-be)
+        m1 = sv * (norm.pdf(be) - norm.pdf(al))
+        m2 = v * (ndtr(al) - al * norm.pdf(al) + ndtr(-be) + be * norm.pdf(be))
+        return m2 - m1 * m1 / P
+
+    E = integrate.quad(lambda w: norm.pdf(w / s) / s * pvar(w), -14 * s, 14 * s, points=[a, b],
+                       limit=400, epsabs=1e-15, epsrel=1e-13)[0]
+    return (1 - E / v) / v
+
+
+def test_equal_flat_values_on_two_intervals_are_one_observation():
+    """``y = 0`` on ``|h| >= 1`` says only that ``h`` is in one of the two tails: the intervals are one
+    group, and the Fisher information counts the variance of ``h`` over their union (larger than
+    the sum over each tail alone), against the truncated-normal moments (measured gap 5e-16)."""
+    ch = aim.elementwise_channel(lambda h: jnp.where(jnp.abs(h) >= 1, 0.0, 2.0 + h), name="two tails")
+    st = ch.structure(2, 1.0)
+    np.testing.assert_array_equal(st.flat_group, [0, 0])
+    assert st.n_groups == 1
+    q, Vp, T = 0.6, 0.4, 2
+    ref = 2 * (2 * T * _union_info(2 * q, 2 * Vp, -1.0, 1.0) + _union_info(q, Vp, -1.0, 1.0))
+    assert float(ch.se_H(np.asarray(q), np.asarray(Vp), T, 1.0, "exact")) == pytest.approx(ref, rel=1e-12)
+
+
+def test_kinks_within_three_points_of_the_grid_ends_are_skipped():
+    """A kink's position comes from secants through the grid points up to three away on each side:
+    a kink closer than that to either end of the grid is skipped (the grid cannot place it), one
+    further in is found."""
+    for k in (-0.985, 0.985, 0.99):
+        assert ew.kinks(lambda h: jnp.maximum(h - k, 0.0), x_max=1.0, n_grid=201) == (), k
+    got = ew.kinks(lambda h: jnp.maximum(h - 0.95, 0.0), x_max=1.0, n_grid=201)
+    assert got == pytest.approx((0.95,), abs=1e-12)
+
+
+def _relu_info(q_s, v):
+    """I(q_s, v) of noiseless ReLU: P(h < 0) Var(h | h < 0) of N(omega, v) in closed form,
+    adaptive quadrature over omega with breaks at the scale sqrt(v)."""
+    from scipy import integrate
+    from scipy.special import log_ndtr
+
+    s, sv = math.sqrt(q_s), math.sqrt(v)
+
+    def pvar(w):
+        b = -w / sv
+        P = ndtr(b)
+        if P == 0:
+            return 0.0
+        lam = math.exp(norm.logpdf(b) - log_ndtr(b))
+        return P * v * (1 - b * lam - lam * lam)
+
+    u = np.array([-40, -20, -10, -5, -2, -1, 0, 1, 2, 5, 10, 20, 40])
+    pts = sorted(set(np.clip(u * sv, -14 * s, 14 * s).tolist()) | {-14 * s, 14 * s})
+
+    def part(lo, hi):
+        return integrate.quad(lambda w: norm.pdf(w / s) / s * pvar(w), lo, hi, limit=200, epsabs=1e-14 * v,
+                              epsrel=1e-12)[0]
+
+    E = sum(part(lo, hi) for lo, hi in zip(pts[:-1], pts[1:]) if hi > lo)
+    return (1 - E / v) / v
+
+
+@pytest.mark.parametrize("q, Vp", [(0.5, 0.5), (1.0, 1e-4), (0.3, 1e-6)])
+def test_relu_state_evolution_against_truncated_normal_moments(q, Vp):
+    """Noiseless ReLU: the state evolution's ``q_hat / alpha`` against the closed-form moments of the
+    censored Gaussian (measured gap <= 3e-15), down to ``V' = 1e-6``, where most ``omega`` nodes sit
+    more than 40 standard deviations from the flat part (its clipped probability is a tiny number,
+    not 0, and contributes nothing)."""
+    ch = aim.elementwise_channel(lambda h: jnp.maximum(h, 0.0), name="relu map")
+    T = 2
+    ref = 2 * (2 * T * _relu_info(2 * q, 2 * Vp) + _relu_info(q, Vp))
+    assert float(ch.se_H(np.asarray(q), np.asarray(Vp), T, 1.0, "exact")) == pytest.approx(ref, rel=1e-12)
+
+
+def test_a_flat_part_out_of_reach_leaves_the_invertible_channel():
+    """``y = max(h, -10)`` with ``q + V' = 0.5``: ``h`` lands on the flat part with probability
+    ``Phi(-10) = 8e-24``, so the information and ``E log Z_1`` are those of an invertible map,
+    ``1/v`` and ``-log(2 pi v)/2 - 1/2`` per entry (to rounding), also next to a point
+    (``q + V' = 5``) that needs the quadrature."""
+    ch = aim.elementwise_channel(lambda h: jnp.maximum(h, -10.0), name="far flat")
+    T = 3
+    q, Vp = np.array([0.3, 3.0]), np.array([0.2, 2.0])
+
+    def L(v):
+        return -0.5 * math.log(2 * math.pi * v) - 0.5
+
+    H, E = ch.se_H(q, Vp, T, 1.0, "exact"), ch.se_ElogZ(q, Vp, T, 1.0)
+    assert H[0] == pytest.approx(2 * (2 * T / (2 * Vp[0]) + T * (T - 1) / 2 / Vp[0]), rel=1e-14)
+    assert E[0] == pytest.approx(T * L(2 * Vp[0]) + T * (T - 1) / 2 * L(Vp[0]), rel=1e-14)
+    assert H[1] < 2 * (2 * T / (2 * Vp[1]) + T * (T - 1) / 2 / Vp[1])  # the flat part loses information
+
+
+def test_a_map_without_a_monotone_part_has_no_perfect_recovery():
+    """A step map (two flat values, no invertible piece) never measures ``h`` exactly: no
+    perfect-recovery threshold (``None``), rather than a division by the zero limit of ``V' q_hat``."""
+    step = aim.elementwise_channel(lambda h: jnp.where(h > 0, 1.0, 0.0), name="step")
+    assert step.perfect_recovery(0.5, 2, 1.0, 0.0) is None
+    assert aim.perfect_recovery_threshold(0.5, 2, channel=step) is None
+
+
+def test_the_noiseless_inverse_reaches_roots_far_out():
+    """The score inverts ``f`` by bisection over ``|h| <= 1e4`` on an unbounded piece: for arcsinh
+    at ``|h| = 9999.9`` it equals the linear channel's ``(h - omega)/(2V)``, to the rounding of
+    ``y = arcsinh(h)`` there (``cosh(y)`` ulp(y) = 2e-11; measured 1.6e-11)."""
+    ch = aim.elementwise_channel(jnp.arcsinh, name="arcsinh")
+    for hv in (9999.5, 9999.9):
+        H = np.array([[hv, -hv], [-hv, hv]])
+        omega = H - 0.5 * np.sign(H)
+        got = np.asarray(aim.output_score(ch, np.arcsinh(H), omega, 0.5))
+        want = np.asarray(aim.output_score("linear", H, omega, 0.5))
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-10)
