@@ -505,3 +505,98 @@ def test_property_invalid_inputs_are_refused_by_name(name, data):
     fn = data.draw(st.sampled_from([aim.output_score, aim.log_partition]))
     with pytest.raises((ValueError, TypeError), match=rf"(?<![\w.]){arg}(?!\w)"):
         fn(name, **kw)
+
+
+# --------------------------------------------------------------------------- softmax: surviving mutants
+
+
+def test_softmax_score_symmetric_for_rounded_probabilities(key):
+    """Probabilities stored in single precision (rows still sum to 1 within 1e-6, so they are accepted)
+    are not exactly the softmax of a symmetric h: their log-ratios give an M that is not symmetric (by
+    ~5e-8). The score is a symmetric matrix all the same (Gamma_ab = g_ab / 2 over a <= b), exactly (it
+    symmetrises M), and it is the symmetric gradient of log Z_out: measured agreement 1e-16; 1e-12 allows
+    for rounding, far below the ~5e-8 an unsymmetrised M leaves in Gamma - Gamma^T."""
+    omega, h = _sample(key, 5, 3, 0.5, 0.3)
+    y = np.asarray(aim.softmax(h, 1.0)).astype(np.float32).astype(np.float64)
+    y_sym = np.asarray(aim.softmax(h, 1.0))
+    assert np.max(np.abs(y.sum(axis=-1) - 1)) < 1e-6 and np.max(np.abs(y - y_sym)) > 0
+    G = np.asarray(aim.output_score("softmax", y, omega, 0.3))
+    np.testing.assert_array_equal(G, np.swapaxes(G, -1, -2))
+    Ga = aim.symmetric_gradient(lambda w: aim.log_partition("softmax", y, w, 0.3).sum(), omega)
+    np.testing.assert_allclose(G, Ga, rtol=0, atol=1e-12)
+    # the same holds for the log-probabilities
+    Gl = np.asarray(aim.output_score("softmax", np.log(y), omega, 0.3, log_outputs=True))
+    np.testing.assert_array_equal(Gl, np.swapaxes(Gl, -1, -2))
+
+
+def test_softmax_any_batch_shape(key):
+    """Score and log Z_out act on the last two axes, whatever the batch shape: a (2, 3) batch of T = 2
+    samples, the same 6 samples as a (6,) batch, and each sample alone, shape (T, T), give the same
+    values (same arithmetic, measured equal to 1e-16 relative; 1e-13 allows for rounding): catches a batch axis
+    taken for T or for a token axis."""
+    omega, h = _sample(key, 6, 2, 0.5, 0.3)
+    y = aim.softmax(h, 1.5)
+    for fn in (aim.output_score, aim.log_partition):
+        flat = np.asarray(fn("softmax", y, omega, 0.3, beta=1.5))
+        grid = np.asarray(fn("softmax", y.reshape(2, 3, 2, 2), omega.reshape(2, 3, 2, 2), 0.3, beta=1.5))
+        np.testing.assert_allclose(grid.reshape(flat.shape), flat, rtol=1e-13, atol=1e-15)
+        for i in range(6):
+            one = np.asarray(fn("softmax", y[i], omega[i], 0.3, beta=1.5))
+            np.testing.assert_allclose(one, flat[i], rtol=1e-13, atol=1e-15)
+
+
+def test_softmax_refuses_probabilities_as_log_outputs(key):
+    """Probabilities passed with log_outputs=True are refused for what they are: positive entries
+    (the logs of probabilities are <= 0), with the hint to pass log_outputs=False; their rows also fail
+    the log-sum-exp test, but that message would not say what went wrong."""
+    omega, h = _sample(key, 4, 3, 0.5, 0.3)
+    y = np.asarray(aim.softmax(h, 1.0))
+    for fn in (aim.output_score, aim.log_partition):
+        with pytest.raises(ValueError, match=r"y must hold log-probabilities.*positive entries.*log_outputs=False"):
+            fn("softmax", y, omega, 0.3, log_outputs=True)
+
+
+def test_softmax_refuses_one_hot_outputs_with_the_hardmax_hint(key):
+    """Exact zeros are refused; when every row is one-hot (hardmax outputs given to the softmax), the
+    message adds the hint channel='hardmax'; softmax probabilities that merely underflowed (zeros, but
+    not one-hot) do not get it."""
+    omega, h = _sample(key, 4, 3, 0.5, 0.3)
+    one_hot = np.asarray(aim.hardmax(h))
+    assert set(np.unique(one_hot)) == {0.0, 1.0}
+    with pytest.raises(ValueError, match=r"y has entries exactly 0.*one-hot.*channel='hardmax'"):
+        aim.output_score("softmax", one_hot, omega, 0.3)
+    under = np.array(aim.softmax(h, 1.0))
+    under[1, 2] = [0.0, 0.4, 0.6]  # one probability underflowed, the others did not
+    with pytest.raises(ValueError, match=r"y has entries exactly 0") as info:
+        aim.log_partition("softmax", under, omega, 0.3)
+    assert "hardmax" not in str(info.value)
+
+
+def test_softmax_label_error_vectorises_over_q():
+    """label_space_error (softmax, T = 2, quadrature) over an array of overlaps equals the scalar
+    calls (the outer and inner quadrature axes stay apart when q carries a batch axis; same
+    arithmetic, measured equal to 1e-16, 1e-13 allows for rounding)."""
+    rho = 0.5
+    qs = np.array([0.0, 0.3, 0.8, 1.2])
+    vec = aim.label_space_error(qs, rho, 2, channel="softmax", beta=2.0)
+    one = [aim.label_space_error(float(q), rho, 2, channel="softmax", beta=2.0) for q in qs]
+    np.testing.assert_allclose(vec, one, rtol=1e-13)
+    assert len(set(np.round(one, 6))) == 4  # four different values, not one repeated
+
+
+def test_softmax_label_error_monte_carlo_is_its_definition(key):
+    """label_space_error (softmax, T = 3, Monte Carlo) with n_samples = 64 m is the unbiased estimate
+    of E_omega sum_ab Var(y_ab | omega) from m draws omega = sqrt(q) zeta_1 and, for each, 64 draws
+    h = omega + sqrt(V') zeta_2 (V' = Q0 - q + noise/2; zeta_1, zeta_2 from jax.random.split(key)), as
+    the docstring says: the same realisation, recomputed here from the generative model (measured
+    agreement 1e-16 relative, 1e-12 allows for rounding); another number of omega draws, or another
+    realisation of h, changes it by the Monte Carlo error (1 % to 3 % here)."""
+    rho, q, beta, noise, m, T = 0.5, 0.8, 1.5, 0.2, 8, 3
+    got = aim.label_space_error(q, rho, T, channel="softmax", beta=beta, noise=noise, key=key, n_samples=64 * m)
+    Vp = 1 + rho - q + noise / 2
+    k1, k2 = jax.random.split(key)
+    omega = math.sqrt(q) * ch.symmetric_gaussian(k1, (m, 1, T, T))
+    h = omega + math.sqrt(Vp) * ch.symmetric_gaussian(k2, (m, 64, T, T))
+    y = np.asarray(aim.softmax(h, beta))
+    want = np.mean(np.sum(np.var(y, axis=1, ddof=1), axis=(-1, -2)))
+    assert got == pytest.approx(want, rel=1e-12)
