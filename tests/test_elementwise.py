@@ -216,20 +216,24 @@ def test_a_piece_between_narrow_flats_ends_at_its_own_neighbours():
 
 
 def test_images_that_overlap_by_rounding_are_one_to_one():
-    """Two pieces whose images meet at a flat value ``c = 1e4`` to within rounding (one ends an
-    ulp above ``c``, the next starts an ulp below, as separately computed branches of a map may)
-    do not make the map many-to-one: the overlap check allows ``1e-12 |c|`` (1e-8 here, the
-    overlap is 2 ulp = 3.6e-12)."""
+    """Two pieces whose images meet at ``c = 1e4`` to within rounding (one ends at ``c``, the next
+    starts an ulp below, as separately computed branches of a map may) do not make the map
+    many-to-one: the overlap check allows ``1e-12 |c|`` (1e-8 here, the overlap is 1 ulp = 1.8e-12).
+    Between the pieces the map jumps to its flat value ``c + 5`` on ``[0, 1]`` and back (and it is
+    flat at ``c -+ 10`` beyond ``|h| = 1``, ``2``): the images are the one-sided limits of the
+    branches at the flats' ends, ``(c - 1, c)`` and ``(c - u, c + 1 - u)``, not the flat values."""
     c = 1e4
     u = float(np.spacing(c))
 
     def f(h):
-        return jnp.where(h < 4e-4, c - 1 + h, jnp.where(h < 5e-4, c + u, jnp.where(
-            h <= 1.0005, c, jnp.where(h <= 1.0006, c - u, c + 1 + h))))
+        return jnp.where(h <= -1.0, c - 10, jnp.where(h < 0, c + h, jnp.where(
+            h <= 1.0, c + 5, jnp.where(h < 2.0, c - u + (h - 1.0), c + 10))))
 
     st = ew.analyse(f)
-    assert st.piece_hi[0] - st.piece_lo[1] == pytest.approx(2 * u, rel=1e-12)
-    np.testing.assert_allclose([st.flat_a[0], st.flat_b[0]], [4e-4, 1.0006], rtol=0, atol=1e-15)
+    assert st.piece_hi[0] == c and st.piece_lo[1] == c - u
+    np.testing.assert_allclose([st.piece_lo[0], st.piece_hi[1]], [c - 1, c + 1 - u], rtol=0, atol=0)
+    np.testing.assert_allclose(st.flat_a, [-np.inf, 0.0, 2.0], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(st.flat_b, [-1.0, 1.0, np.inf], rtol=0, atol=1e-15)
 
 
 def _union_info(q_s, v, a, b):
@@ -350,3 +354,90 @@ def test_the_noiseless_inverse_reaches_roots_far_out():
         got = np.asarray(aim.output_score(ch, np.arcsinh(H), omega, 0.5))
         want = np.asarray(aim.output_score("linear", H, omega, 0.5))
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-10)
+
+
+# ---------------------------------------------------------------------------
+# regressions: narrow flats, and jumps at the edges of flat parts
+
+
+def _narrow_flats(h):
+    """Flat 0 up to 1e-4, a steep ramp (slope 1e4) to 1 at 2e-4, flat 1 up to 2.95e-3 (both flats and
+    the ramp narrower than the analysis grid's spacing 1e-3), then slope 1: one-to-one off its flats."""
+    return jnp.where(h <= 1e-4, 0.0, jnp.where(h < 2e-4, (h - 1e-4) / 1e-4,
+                     jnp.where(h <= 2.95e-3, 1.0, 1.0 + (h - 2.95e-3))))
+
+
+@pytest.mark.parametrize("scale, grid, atol", [(1.0, {}, 1e-15), (1000.0, {"x_max": 5.0, "n_grid": 11}, 1e-12)])
+def test_pieces_between_flats_narrower_than_the_grid_are_accepted(scale, grid, atol):
+    """A piece's ends are the refined ends of the flats next to it, not of another flat within two
+    grid steps (the grid end of the last piece, 2e-3, was moved to the first flat's end 1e-4, so its
+    image overlapped the ramp's and the one-to-one map was refused). The map above, and the same
+    map stretched by 1000 on the grid -5, -4, ..., 5 (flats and ramp again under 3 grid steps), give
+    the flats (-inf, 1e-4] at 0 and [2e-4, 2.95e-3] at 1 (times the stretch) and the increasing
+    pieces between them and after, with images (0, 1) and (1, inf). Tolerance of the ends: the
+    bisection stops where ``|f - c|`` exceeds ``4.5e-16``, ``4.5e-13`` in ``h`` at slope ``1e-3``
+    (measured 5.6e-13)."""
+    st = ew.analyse(lambda h: _narrow_flats(h / scale), **grid)
+    np.testing.assert_allclose(st.flat_a, [-np.inf, 2e-4 * scale], rtol=0, atol=atol)
+    np.testing.assert_allclose(st.flat_b, [1e-4 * scale, 2.95e-3 * scale], rtol=0, atol=atol)
+    np.testing.assert_array_equal(st.flat_c, [0.0, 1.0])
+    np.testing.assert_array_equal(st.flat_group, [0, 1])
+    np.testing.assert_allclose(st.piece_a, [1e-4 * scale, 2.95e-3 * scale], rtol=0, atol=atol)
+    np.testing.assert_allclose(st.piece_b, [2e-4 * scale, np.inf], rtol=0, atol=atol)
+    np.testing.assert_array_equal(st.piece_increasing, [True, True])
+    np.testing.assert_allclose(st.piece_lo, [0.0, 1.0], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(st.piece_hi, [1.0, np.inf], rtol=0, atol=1e-15)
+
+
+def _two_tails(h):
+    """0 on ``|h| >= 1``, ``2 + h`` between: jumps from 0 to 1 at -1 and from 3 to 0 at 1."""
+    return jnp.where(jnp.abs(h) >= 1, 0.0, 2.0 + h)
+
+
+def _lifted_relu(h):
+    """0 on ``h <= 0``, ``1 + h`` after: a jump from 0 to 1 at 0."""
+    return jnp.where(h <= 0, 0.0, 1.0 + h)
+
+
+@pytest.mark.parametrize("name, f, flats, pieces, images", [
+    ("two tails", _two_tails, [(-np.inf, -1.0), (1.0, np.inf)], [(-1.0, 1.0)], [(1.0, 3.0)]),
+    ("lifted relu", _lifted_relu, [(-np.inf, 0.0)], [(0.0, np.inf)], [(1.0, np.inf)]),
+    ("step", lambda h: jnp.where(h > 0, 1.0, 0.0), [(-np.inf, 0.0), (0.0, np.inf)], [], []),
+])
+def test_a_jump_at_the_edge_of_a_flat_is_not_a_piece(name, f, flats, pieces, images):
+    """A map that jumps where it leaves (or reaches) a flat value: the grid cell holding the jump is
+    no monotone piece (``_two_tails`` had a spurious decreasing piece (0.999, 1) with image
+    (0, 2.999); the step a piece (0, 8e-28)), and a piece's image is the one-sided limits of f
+    on it, not f at the flat's end (``_two_tails`` had the image (0, 0), ``_lifted_relu``
+    (0, inf)). Tolerance: the flat ends are exact to the bisection (8e-28 from the grid step 1e-3)."""
+    st = ew.analyse(f)
+    a, b = (np.array(col) for col in zip(*flats))
+    np.testing.assert_allclose(st.flat_a, a, rtol=0, atol=1e-15, err_msg=name)
+    np.testing.assert_allclose(st.flat_b, b, rtol=0, atol=1e-15, err_msg=name)
+    np.testing.assert_array_equal(st.flat_c, np.zeros(len(flats)) if name != "step" else [0.0, 1.0])
+    assert st.piece_a.size == len(pieces), (name, st)
+    if pieces:
+        np.testing.assert_allclose(np.c_[st.piece_a, st.piece_b], pieces, rtol=0, atol=1e-15, err_msg=name)
+        assert np.all(st.piece_increasing)
+        np.testing.assert_allclose(np.c_[st.piece_lo, st.piece_hi], images, rtol=0, atol=1e-15, err_msg=name)
+
+
+@pytest.mark.parametrize("f, H, impossible", [
+    (_two_tails, [[0.5, 0.2], [0.2, -0.3]], (0.5, 1.0, 3.0, 3.5)),
+    (_lifted_relu, [[0.5, 0.2], [0.2, 1.3]], (0.5, 1.0, -0.5)),
+])
+def test_the_score_of_a_map_that_jumps_at_a_flat_edge(f, H, impossible):
+    """With ``h`` on the monotone piece the outputs determine ``h``, so the score at ``omega = h`` is 0
+    (to rounding: the bisection's inverse, measured 2e-16; it was 0.5 to 1.3 for ``_two_tails``,
+    whose piece image was taken as (0, 0) and (0, 2.999)); an output no ``h`` gives (in the jump's
+    gap, or a one-sided limit not attained) is refused as the module documents for impossible
+    outputs (``check_outputs``: ValueError), where it was accepted (y = 0.5 for ``_lifted_relu``)."""
+    ch = aim.elementwise_channel(f)
+    H = np.array(H)
+    y = np.asarray(f(jnp.asarray(H)))
+    np.testing.assert_allclose(np.asarray(aim.output_score(ch, y, H, 0.5)), 0.0, rtol=0, atol=1e-12)
+    for bad in impossible:
+        yb = y.copy()
+        yb[0, 0] = bad
+        with pytest.raises(ValueError, match=r"outside the range of its map"):
+            aim.output_score(ch, yb, H, 0.5)

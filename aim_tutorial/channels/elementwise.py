@@ -20,8 +20,10 @@ flat intervals on which it is constant, with distinct values on distinct pieces 
 ReLU, a clipped or a step function, the sigmoid): then ``y`` either lands on a flat
 value ``c`` (``h`` is known to lie in the intervals where ``f = c``) or determines
 ``h = f^{-1}(y)`` exactly. :func:`analyse` finds the pieces of ``f`` on a fine grid and
-refines their ends by bisection. With ``P_c`` the probability of the flat value ``c``
-and ``Var_c`` the variance of the truncated Gaussian ``h | h in {f = c}``,
+refines their ends by bisection (``f`` may jump where it reaches or leaves a flat value: the
+image of a piece is between the one-sided limits of ``f`` at its ends). With ``P_c`` the
+probability of the flat value ``c`` and ``Var_c`` the variance of the truncated Gaussian
+``h | h in {f = c}``,
 
     I(q_s, v) = (1 - E_omega sum_c P_c Var_c / v) / v,
 
@@ -96,7 +98,8 @@ class Structure(NamedTuple):
             are one observation).
         piece_a, piece_b: ends of the strictly monotone pieces.
         piece_increasing: the direction of each piece.
-        piece_lo, piece_hi: the image of each piece, an open interval.
+        piece_lo, piece_hi: the image of each piece, an open interval (between the one-sided
+            limits of ``f`` at the piece's ends; exactly the flat value where ``f`` is continuous).
     """
 
     flat_a: np.ndarray
@@ -147,45 +150,73 @@ def _analyse(f, x_max, n_grid):
         raise ValueError(f"f must act elementwise (same shape out as in), got shape {fx.shape} for {x.shape}")
     if not np.all(np.isfinite(fx)):
         raise ValueError(f"f must be finite on [-{x_max:g}, {x_max:g}]")
-    df = np.diff(fx)
-    flat = df == 0  # exactly constant: a flat value is an exact observation
-    sign = np.where(flat, 0, np.sign(df)).astype(int)
-    # runs of equal sign: 0 = flat, +-1 = monotone
-    brk = np.flatnonzero(np.diff(sign)) + 1
-    starts = np.concatenate([[0], brk])
-    ends = np.concatenate([brk, [sign.size]])  # run covers cells starts..ends-1, points starts..ends
-    n_flat = int(np.sum(sign[starts] == 0))
-    if n_flat > _MAX_FLATS:
-        raise ValueError(f"f has {n_flat} flat parts on [-{x_max:g}, {x_max:g}], more than {_MAX_FLATS}: a "
+
+    def f1(h):
+        return float(f(jnp.asarray(h)))
+
+    n_cell = n_grid - 1
+    flat = np.diff(fx) == 0  # exactly constant: a flat value is an exact observation
+    # runs of flat cells: cells s..e-1, points s..e
+    brk = np.flatnonzero(np.diff(flat.astype(int))) + 1
+    starts, ends = np.concatenate([[0], brk]), np.concatenate([brk, [n_cell]])
+    runs = [(int(s), int(e)) for s, e in zip(starts, ends) if flat[s]]
+    if len(runs) > _MAX_FLATS:
+        raise ValueError(f"f has {len(runs)} flat parts on [-{x_max:g}, {x_max:g}], more than {_MAX_FLATS}: a "
                          "smooth map that rounds to a staircase in float64 (tanh beyond |h| = 17) is not "
                          "one-to-one there; give label_noise > 0, or a map that stays strictly monotone")
-    fl_a, fl_b, fl_c, pc_a, pc_b, pc_inc = [], [], [], [], [], []
-    for s, e in zip(starts, ends):
-        lo_x, hi_x = x[s], x[e]
-        if sign[s] == 0:
-            c = fx[s]
-            a = -np.inf if s == 0 else _refine(f, x[s - 1], x[s], c)
-            b = np.inf if e == sign.size else _refine(f, x[e + 1], x[e], c)
-            fl_a.append(a), fl_b.append(b), fl_c.append(c)
+    # the ends of each flat interval, refined by bisection into the grid cell next to it; each
+    # end also gives the one-sided limit of f just outside the flat (f at the last bisection
+    # point off the flat), the image end of the monotone piece beyond it
+    fl_a, fl_b, fl_c = [], [], []
+    right_of = {}  # cell -> (end, point, value) of the flat that ends at its left point
+    left_of = {}  # cell -> (end, point, value) of the flat that starts at its right point
+    for s, e in runs:
+        c = fx[s]
+        if s == 0:
+            a = -np.inf
         else:
-            pc_a.append(-np.inf if s == 0 else lo_x)
-            pc_b.append(np.inf if e == sign.size else hi_x)
-            pc_inc.append(sign[s] > 0)
-    # a monotone piece's ends are the flat intervals' refined ends
-    pc_a, pc_b = np.array(pc_a, float), np.array(pc_b, float)
-    for k in range(pc_a.size):
-        for a, b in zip(fl_a, fl_b):
-            if abs(pc_a[k] - b) <= 2 * (x[1] - x[0]):
-                pc_a[k] = b
-            if abs(pc_b[k] - a) <= 2 * (x[1] - x[0]):
-                pc_b[k] = a
-    # images of the pieces (on the grid, continued to +-inf where the piece is unbounded)
-    lo, hi = [], []
-    for a, b in zip(pc_a, pc_b):
-        aa, bb = max(a, -x_max), min(b, x_max)
-        fa, fb = float(f(jnp.asarray(aa))), float(f(jnp.asarray(bb)))
+            a, out = _refine(f, x[s - 1], x[s], c)
+            left_of[s - 1] = (a, out, _limit(f1, a, out, c, x[s - 1]))
+        if e == n_cell:
+            b = np.inf
+        else:
+            b, out = _refine(f, x[e + 1], x[e], c)
+            right_of[e] = (b, out, _limit(f1, b, out, c, x[e + 1]))
+        fl_a.append(a), fl_b.append(b), fl_c.append(c)
+    # the direction of each cell off the flats, on its part outside them: a cell next to a flat
+    # holds the flat's end, and f may jump there (a step, a map that leaves its flat value with
+    # a jump), so its direction is that of f from just outside the flat to the cell's other end;
+    # a cell that holds nothing but jumps (0) is no part of a monotone piece
+    sign = np.where(flat, 0, np.sign(np.diff(fx))).astype(int)
+    for i in set(right_of) | set(left_of):
+        pl, vl = (right_of[i][1], right_of[i][2]) if i in right_of else (x[i], fx[i])
+        pr, vr = (left_of[i][1], left_of[i][2]) if i in left_of else (x[i + 1], fx[i + 1])
+        sign[i] = int(np.sign(vr - vl)) if pl < pr else 0
+    # monotone pieces: runs of cells of one direction; each ends at the flat next to it (its
+    # refined end, with the one-sided limit of f there), at a grid point between two pieces, or
+    # at +-inf
+    brk = np.flatnonzero(np.diff(sign)) + 1
+    starts, ends = np.concatenate([[0], brk]), np.concatenate([brk, [n_cell]])
+    pc_a, pc_b, pc_inc, lo, hi = [], [], [], [], []
+    for s, e in zip(starts, ends):
+        if sign[s] == 0:
+            continue
+        if s == 0:
+            a, fa = -np.inf, fx[0]
+        elif s in right_of:
+            a, _, fa = right_of[s]
+        else:
+            a, fa = x[s], fx[s]
+        if e == n_cell:
+            b, fb = np.inf, fx[-1]
+        elif e - 1 in left_of:
+            b, _, fb = left_of[e - 1]
+        else:
+            b, fb = x[e], fx[e]
+        pc_a.append(a), pc_b.append(b), pc_inc.append(sign[s] > 0)
         lo.append(min(fa, fb)), hi.append(max(fa, fb))
-    lo, hi = np.array(lo), np.array(hi)
+    pc_a, pc_b = np.array(pc_a, float), np.array(pc_b, float)
+    lo, hi = np.array(lo, float), np.array(hi, float)
     # one-to-one outside the flat parts: the images are disjoint, and no flat value inside one
     order = np.argsort(lo)
     for i, j in zip(order[:-1], order[1:]):
@@ -262,7 +293,10 @@ def kinks(f: Callable, x_max: float = _X_MAX, n_grid: int = _N_GRID, max_kinks: 
 
 
 def _refine(f, x_out, x_in, c):
-    """The end of a flat interval between ``x_out`` (f != c) and ``x_in`` (f == c), by bisection."""
+    """The end of a flat interval between ``x_out`` (f != c) and ``x_in`` (f == c), by bisection.
+
+    Returns ``(end, out)``: the last point found on the flat and the first off it, next to each
+    other (within ``|x_out - x_in| 2^-80`` or an ulp)."""
     tol = _value_tol(c)
     a, b = float(x_out), float(x_in)
     for _ in range(80):
@@ -271,7 +305,21 @@ def _refine(f, x_out, x_in, c):
             b = mid
         else:
             a = mid
-    return b
+    return b, a
+
+
+def _limit(f1, end, out, c, x_far):
+    """The one-sided limit of ``f`` at the end ``end`` of a flat interval (value ``c``), from the side
+    of the point ``out`` just off it: ``c`` where ``f`` is continuous there, else (a jump) ``f(out)``.
+
+    ``f(out)`` differs from ``c`` by rounding (the flat's tolerance :func:`_value_tol`, the overlap
+    accuracy ``1e-12`` of the images) plus the slope of ``f`` (measured from ``out`` to the grid point
+    ``x_far`` beyond it) times the gap ``|out - end|``; a larger difference is a jump."""
+    v = f1(out)
+    slope = abs(f1(x_far) - v) / abs(x_far - out) if x_far != out else 0.0
+    if abs(v - c) <= 1e-12 * max(1.0, abs(c)) + 4 * slope * abs(out - end):
+        return c
+    return v
 
 
 # ---------------------------------------------------------------------------
