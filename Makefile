@@ -84,7 +84,7 @@ test-fast: install
 # MODULES (default: all of them), JOBS modules at a time, each against its own tests; the kill
 # rate per module and the survivors not triaged in mutation/triage.toml go to mutation/REPORT.md.
 # SAMPLE=N runs only the first N mutants of each module in a fixed random order (a uniform sample:
-# about 10 minutes a module at N = 60 on 2 cores; a later, larger N goes on from there).
+# 3 to 30 minutes a module at N = 60 on 2 shared cores; a later, larger N goes on from there).
 MODULES ?=
 SAMPLE ?=
 mutation: install
