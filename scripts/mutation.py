@@ -75,8 +75,8 @@ def _hostile(module):
     return f"tests/test_hostile.py::test_module_refuses_bad_input[{module}]"
 
 
-_CH = ["tests/test_channels.py", "tests/test_channel_registry.py", "tests/test_state_evolution.py",
-       _hostile("channels")]
+_CH = ["tests/test_channels.py", "tests/test_channel_base.py", "tests/test_channel_registry.py",
+       "tests/test_state_evolution.py", _hostile("channels")]
 _EW = ["tests/test_elementwise.py", "tests/test_channel_registry.py", "tests/test_state_evolution.py",
        _hostile("channels.elementwise")]
 MODULES = {
