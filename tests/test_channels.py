@@ -600,3 +600,104 @@ def test_softmax_label_error_monte_carlo_is_its_definition(key):
     y = np.asarray(aim.softmax(h, beta))
     want = np.mean(np.sum(np.var(y, axis=1, ddof=1), axis=(-1, -2)))
     assert got == pytest.approx(want, rel=1e-12)
+
+
+# --- the generic (Monte Carlo) channel: argument edges, the effective sample size, the state-evolution
+# averages and their grid of V' / (q + V')
+
+from aim_tutorial.channels import generic as _generic  # noqa: E402
+
+
+def test_generic_output_score_argument_edges(key):
+    """generic_output_score accepts the documented edges: n_samples = 2, and one (T, T) pair without a
+    batch axis (shape (..., T, T) with nothing in front). It refuses n_samples = 1 and a pair of
+    non-square (2, 3) arrays, each by name."""
+    omega = np.array([[0.3, -0.1], [-0.1, 0.2]])
+    y = np.array([[0.5, 0.0], [0.1, -0.3]])
+    res = aim.generic_output_score(key, jnp.tanh, y, omega, 0.4, label_noise=0.2, n_samples=2)
+    assert res.score.shape == (2, 2) and res.log_partition.shape == ()
+    assert 1.0 <= float(res.ess) <= 2.0
+    with pytest.raises(ValueError, match="n_samples"):
+        aim.generic_output_score(key, jnp.tanh, y, omega, 0.4, label_noise=0.2, n_samples=1)
+    with pytest.raises(ValueError, match=r"y and omega must have the same shape \(\.\.\., T, T\)"):
+        aim.generic_output_score(key, jnp.tanh, np.zeros((2, 3)), np.zeros((2, 3)), 0.4, label_noise=0.2)
+
+
+def test_generic_effective_sample_size_is_one_over_the_sum_of_squared_weights(key):
+    """ess = 1 / sum_i w_i^2 of the normalised importance weights: it lies in [1, n_samples], and with a
+    label noise so large that the likelihood is flat (1e8 against outputs of order 1) the weights are
+    uniform to 1e-7 and ess = n_samples to that accuracy."""
+    k1, k2 = jax.random.split(key)
+    omega = 0.5 * ch.symmetric_gaussian(k1, (3, 2, 2))
+    y = jnp.tanh(omega + 0.3 * ch.symmetric_gaussian(k2, (3, 2, 2)))
+    n = 256
+    flat = aim.generic_output_score(key, jnp.tanh, y, omega, 0.4, label_noise=1e8, n_samples=n)
+    np.testing.assert_allclose(np.asarray(flat.ess), n, rtol=1e-6)
+    sharp = aim.generic_output_score(key, jnp.tanh, y, omega, 0.4, label_noise=0.01, n_samples=n)
+    assert np.all((np.asarray(sharp.ess) >= 1.0) & (np.asarray(sharp.ess) <= n))
+
+
+def test_generic_moments_are_the_averages_they_document(key):
+    """generic_moments(g, z_omega, z_h, z_y, zeta, q, V', noise, n_batches): omega = sqrt(q) z_omega,
+    h = omega + sqrt(V') z_h, y = g(h) + sqrt(noise) z_y, then the batch means of 4 ||Gamma||_F^2 and of
+    log Z_out with the score of generic_output_score's formula on the prior draws zeta. Rebuilt here
+    from those definitions with the same random numbers: equal to float64 rounding (1e-12)."""
+    ks = jax.random.split(key, 4)
+    n, nb, T = 64, 8, 2
+    z_om = ch.symmetric_gaussian(ks[0], (n, T, T))
+    z_h = ch.symmetric_gaussian(ks[1], (n, T, T))
+    z_y = jax.random.normal(ks[2], (n, T, T))
+    zeta = ch.symmetric_gaussian(ks[3], (128, T, T))
+    q, Vp, s2 = 0.7, 0.3, 0.1
+    fisher, log_z, ess = _generic.generic_moments(jnp.tanh, z_om, z_h, z_y, zeta, q, Vp, s2, nb)
+    omega = math.sqrt(q) * z_om
+    y = jnp.tanh(omega + math.sqrt(Vp) * z_h) + math.sqrt(s2) * z_y
+    ref = _generic._generic_score(jnp.tanh, y, omega, zeta, Vp, s2)
+    f_ref = 4 * np.sum(np.asarray(ref.score) ** 2, axis=(-1, -2))
+    assert fisher.shape == (nb,) and log_z.shape == (nb,)
+    np.testing.assert_allclose(fisher, f_ref.reshape(nb, -1).mean(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(log_z, np.asarray(ref.log_partition).reshape(nb, -1).mean(axis=1), rtol=1e-12)
+    assert float(ess) == pytest.approx(float(np.mean(np.asarray(ref.ess))), rel=1e-12)
+
+
+def test_generic_channel_argument_edges():
+    """generic_channel accepts its documented edges, T = 2 and n_samples = 64, and refuses T = 1 and
+    n_samples = 63 by name."""
+    assert aim.generic_channel(jnp.tanh, 0.1, T=2, n_samples=64, n_omega=64).name == "generic"
+    with pytest.raises(ValueError, match="T"):
+        aim.generic_channel(jnp.tanh, 0.1, T=1)
+    with pytest.raises(ValueError, match="n_samples"):
+        aim.generic_channel(jnp.tanh, 0.1, n_samples=63)
+
+
+def test_generic_channel_output_on_one_matrix_and_on_batches(key):
+    """The channel's noiseless output applies g to each (T, T) matrix: on one matrix without batch axes
+    it is g(h), and on a batch of shape (2, 3, T, T) it is g of each."""
+    c = aim.generic_channel(jnp.linalg.inv, 0.1, n_samples=64, n_omega=64)
+    h = np.asarray(ch.symmetric_gaussian(key, (2, 3, 2, 2))) + 3 * np.eye(2)
+    np.testing.assert_allclose(c.output(h[0, 0], 1.0), np.linalg.inv(h[0, 0]), rtol=1e-12)
+    np.testing.assert_allclose(c.output(h, 1.0), np.linalg.inv(h), rtol=1e-12)
+
+
+def test_generic_channel_state_evolution_grid_and_its_clamp():
+    """The state-evolution averages are tabulated at 16 points V' / (q + V') = sigmoid(t), t evenly from
+    -8 to 4 (3.4e-4 to 0.982), interpolated in log V' and clamped beyond. So se_H is constant below the
+    first point and above the last, and not constant between the first two points nor between the last
+    two (each pair of values differs there by more than the 1e-9 of float rounding in the spline)."""
+    c = aim.generic_channel(jnp.tanh, 0.1, n_samples=64, n_omega=64)
+    S = 1.0
+    first, last = 1 / (1 + math.exp(8.0)), 1 / (1 + math.exp(-4.0))
+    second = 1 / (1 + math.exp(8.0 - 12 / 15))
+    before_last = 1 / (1 + math.exp(-4.0 + 12 / 15))
+
+    def H(fr):
+        fr = np.asarray(fr, float)
+        return np.asarray(c.se_H(S * (1 - fr), S * fr, 2, 1.0, "exact"))
+
+    lo = H([0.3 * first, 0.9 * first, first])
+    assert np.ptp(lo) <= 1e-12 * np.max(np.abs(lo))
+    hi = H([last, (1 + last) / 2, 0.999])
+    assert np.ptp(hi) <= 1e-12 * np.max(np.abs(hi))
+    inner = H([first, math.sqrt(first * second), before_last, math.sqrt(before_last * last)])
+    assert abs(inner[1] - inner[0]) > 1e-9 * abs(inner[0])
+    assert abs(inner[3] - inner[2]) > 1e-9 * abs(inner[2])
