@@ -4,15 +4,18 @@ An elementwise channel (:mod:`aim_tutorial.channels.elementwise`). The sigmoid i
 strictly increasing, so a noiseless ``y`` reveals ``h = (logit(y) + log T) / beta``
 exactly: the channel is the linear one, with the same error curve and threshold
 ``alpha_PR = (2 rho - rho^2) / (T^2 + T)``, for every ``beta``. In float64 the sigmoid
-saturates: ``y = 1`` exactly once ``beta h - log T > 36.74`` and ``y = 0`` below
-``-744.4``; such a ``y`` only says that ``h`` is beyond that point, and the channel
-treats it so (a censored entry), as the sampler produces it. With label noise on ``y``
+saturates: ``y = 1`` exactly once ``beta h - log T >= 36.74`` (``53 log 2``) and ``y = 0``
+at and below ``-708.4`` (on XLA's CPU backend, which flushes results below the smallest
+normal double to zero; with subnormals it would be ``-744.4``); such a ``y`` only says that
+``h`` is beyond that point, and the channel treats it so (a censored entry), as the sampler
+produces it. Both points are measured on the backend in use (:func:`_saturation`). With label noise on ``y``
 the channel is no longer linear, and ``beta`` matters. Reference: Ramapuram et al.,
 "Theory, analysis, and best practices for sigmoid self-attention", arXiv 2409.04431 (2024).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -26,9 +29,25 @@ __all__ = [
     "SIGMOID",
 ]
 
-# logit of the largest double below 1, and log of the smallest positive (subnormal) double
-_S_HI = float(np.log(np.nextafter(1.0, 0.0)) - np.log1p(-np.nextafter(1.0, 0.0)))
-_S_LO = float(np.log(np.nextafter(0.0, 1.0)))
+
+@functools.cache
+def _saturation() -> tuple:
+    """``(s_lo, s_hi)``: ``jax.nn.sigmoid(s)`` is exactly 0 for ``s <= s_lo`` and exactly 1 for
+    ``s >= s_hi``, found on the backend in use by bisection down to adjacent doubles (the
+    sigmoid is monotone). Exact rounding would give ``s_lo = log(5e-324) = -744.4`` and
+    ``s_hi = 53 log 2 = 36.74``; XLA on CPU flushes subnormal results to zero, so there the
+    sigmoid is 0 from ``log(2.2e-308) = -708.4`` already, and another backend may differ."""
+    f = jax.jit(jax.nn.sigmoid)
+
+    def last(a, b, value):  # f(a) == value != f(b): the double nearest b at which f still equals value
+        while True:
+            m = 0.5 * (a + b)
+            if m in (a, b):
+                return a
+            a, b = (m, b) if float(f(np.float64(m))) == value else (a, m)
+
+    with jax.ensure_compile_time_eval():  # concrete values even when first called inside a trace
+        return last(-800.0, -600.0, 0.0), last(40.0, 30.0, 1.0)
 
 
 def _f_of(T, beta):
@@ -37,8 +56,9 @@ def _f_of(T, beta):
 
 def _structure(T, beta):
     xp = jnp if isinstance(beta, jax.core.Tracer) else np
-    lo = (_S_LO + math.log(T)) / beta  # y = 0 below
-    hi = (_S_HI + math.log(T)) / beta  # y = 1 above
+    s_lo, s_hi = _saturation()
+    lo = (s_lo + math.log(T)) / beta  # y = 0 below
+    hi = (s_hi + math.log(T)) / beta  # y = 1 above
     inf = np.inf
     return Structure(flat_a=xp.stack([xp.asarray(-inf), hi]) if xp is jnp else np.array([-inf, hi]),
                      flat_b=xp.stack([lo, xp.asarray(inf)]) if xp is jnp else np.array([lo, inf]),
