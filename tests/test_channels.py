@@ -701,3 +701,46 @@ def test_generic_channel_state_evolution_grid_and_its_clamp():
     inner = H([first, math.sqrt(first * second), before_last, math.sqrt(before_last * last)])
     assert abs(inner[1] - inner[0]) > 1e-9 * abs(inner[0])
     assert abs(inner[3] - inner[2]) > 1e-9 * abs(inner[2])
+
+
+def _softmax_label_error_T2_by_quad(q, Vp, beta):
+    """4 E_u Var(sigmoid(beta (u + s z)) | u), u ~ N(0, 3q), z ~ N(0, 1), s^2 = 3V': nested adaptive
+    quadrature (scipy.integrate.quad), with breaks at the sigmoid's step and at the width of the variance."""
+    from scipy.special import expit
+
+    a, s = math.sqrt(3 * q), math.sqrt(3 * Vp)
+
+    def var(u):
+        pts = [p for p in ((-u - k / beta) / s for k in (-20, -5, 0, 5, 20)) if -14 < p < 14]
+        m = [integrate.quad(lambda z: stats.norm.pdf(z) * expit(beta * (u + s * z)) ** k, -14, 14, points=pts,
+                            limit=500, epsabs=1e-15, epsrel=1e-13)[0] for k in (1, 2)]
+        return max(m[1] - m[0] ** 2, 0.0)
+
+    w = s + 1 / beta
+    pts = [k * w for k in (-40, -10, -3, 0, 3, 10, 40) if abs(k * w) < 12 * a]
+    return 4 * integrate.quad(lambda u: stats.norm.pdf(u / a) / a * var(u), -12 * a, 12 * a, points=pts,
+                              limit=500, epsabs=1e-14, epsrel=1e-11)[0]
+
+
+# (q, rho, beta) -> the output error by _softmax_label_error_T2_by_quad (V' = 1 + rho - q)
+_LABEL_T2 = {(0.3, 0.5, 4.0): 0.6934563337849002, (1.0, 0.01, 50.0): 0.07325256882572119,
+             (1.4, 0.4001, 1000.0): 0.006871789127763354}
+
+
+@pytest.mark.parametrize("q, rho, beta", list(_LABEL_T2))
+def test_softmax_label_error_T2_at_sharp_steps(q, rho, beta):
+    """The softmax's output error at T = 2, eq. (bo-label), up to beta = 1000 and V' = Q0 - q = 1e-4,
+    where the sigmoid's step is 1e-4 wide in units of the noise on h: against nested adaptive quadrature
+    (the values, from _softmax_label_error_T2_by_quad, are recomputed by the slow test below). Fixed
+    160-node Gauss-Hermite rules were off by -16 % (beta = 50, V' = 0.01) and -100 % (beta = 1000,
+    V' = 1e-4). Measured agreement 4e-11 relative; bound 1e-9."""
+    assert aim.label_space_error(q, rho, channel="softmax", beta=beta) == pytest.approx(_LABEL_T2[q, rho, beta],
+                                                                                        rel=1e-9)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("q, rho, beta", list(_LABEL_T2))
+def test_softmax_label_error_T2_reference_values(q, rho, beta):
+    """The reference values of test_softmax_label_error_T2_at_sharp_steps, recomputed by adaptive
+    quadrature (about 15 s each)."""
+    assert _softmax_label_error_T2_by_quad(q, 1 + rho - q, beta) == pytest.approx(_LABEL_T2[q, rho, beta], rel=1e-10)
