@@ -1,5 +1,6 @@
 """Tests of aim_tutorial.state_evolution: reference values, limits, identities, the hardmax quadrature."""
 
+import dataclasses
 import math
 
 import jax
@@ -928,3 +929,147 @@ def test_increasing_keeps_the_entries_above_all_before_them():
     assert list(keep) == [True, True, False, False, True, False, False, True]
     assert np.all(np.diff(v[keep]) > 0)
     assert np.all(se._increasing(np.arange(5.0)))
+
+
+def test_log_m_parts_are_accurate_at_both_ends_and_in_the_middle():
+    """``_log_m_parts(z)`` gives log m and log(1 - m) for m = 1 / (1 + e^-z) on the whole-range
+    solver's scan (z from -736 to 40), each from the form that loses no digit on its side of
+    z = 0. Against mpmath (40 digits): within 2 ulp, also at |z| < 1 where both forms are O(1)."""
+    mpmath = pytest.importorskip("mpmath")
+    z = np.array([-736.0, -30.0, -1.0, -0.7, -0.3, -1e-8, 0.0, 1e-8, 0.3, 0.7, 1.0, 30.0, 40.0])
+    log_m, log_1m = se._log_m_parts(z)
+    with mpmath.workdps(40):
+        for zi, a, b in zip(z, log_m, log_1m):
+            zm = mpmath.mpf(zi)
+            assert a == pytest.approx(float(-mpmath.log1p(mpmath.exp(-zm))), rel=4.5e-16, abs=0), zi
+            assert b == pytest.approx(float(-mpmath.log1p(mpmath.exp(zm))), rel=4.5e-16, abs=0), zi
+
+
+@pytest.mark.parametrize("rho", [0.5, 5e-5])
+def test_whole_range_solver_agrees_with_the_main_scan_inside_it(rho):
+    """Where the main scan finds a converged root (errors from 0.13 to 1 - 1e-5, softmax T = 2:
+    H = 4/m, E log Z = -log m), the whole-range solver, in logs and in logit(m) with its own
+    reading of the denoising table (log Delta from log m and log(1 - m); at rho = 5e-5 the table
+    in logit(m)), finds the same root and free entropy: measured within 5e-15."""
+    alpha = np.array([0.02, 0.04, 0.06, 0.08, 0.1, 0.12, 0.15]) * aim.alpha_perfect_recovery(rho, 2) / 0.1875
+    r = aim.solve_state_evolution(alpha, rho)
+    assert np.all(r.status == "converged") and np.all(r.iterations == 60)
+    mmse, q_hat, conv, its, nfp, phi, status = se._solve_wide(
+        alpha, rho, lambda m: 4 / np.asarray(m), lambda m: -np.log(np.asarray(m)), True)
+    assert np.all(conv) and np.all(nfp == 1)
+    np.testing.assert_allclose(mmse, r.mmse, rtol=1e-12)
+    np.testing.assert_allclose(q_hat, r.q_hat, rtol=1e-12)
+    np.testing.assert_allclose(phi, r.phi, rtol=1e-12)
+
+
+def test_whole_range_solver_finds_roots_where_F_goes_down():
+    """The whole-range solver counts every sign change of F = alpha H Delta - 1, from - to + and
+    from + to -, however small F is on either side. Synthetic H with log(alpha H Delta) =
+    -10 (m - 0.1)(m - 0.4)(m - 0.7) (at most 0.28 in size, positive as m -> 0): three roots,
+    of which the one of largest free entropy -q q_hat/4 + psi(q_hat) (E log Z = 0; -0.24, -0.055 and
+    -0.011) is kept: m = 0.7, and its phi, to rounding (1e-16 measured)."""
+    rho, Q0 = 0.5, 1.5
+    tab = se._denoising_table(rho)
+    roots = np.array([0.1, 0.4, 0.7])
+
+    def H(m):
+        m = np.asarray(m, dtype=float)
+        return np.exp(-10 * (m - roots[0]) * (m - roots[1]) * (m - roots[2])) / se._delta_of_m(tab, m)
+
+    zero = lambda m: np.zeros(np.shape(m))  # noqa: E731
+    mmse, q_hat, conv, its, nfp, phi, status = se._solve_wide(np.array([1.0]), rho, H, zero, False)
+    assert nfp[0] == 3 and conv[0] and status[0] == "converged"
+    q_hats = H(roots)
+    phis = -(Q0 - roots) * q_hats / 4 + se.psi_denoising(q_hats, rho)
+    best = int(np.argmax(phis))
+    assert mmse[0] == pytest.approx(roots[best], rel=1e-12)
+    assert phi[0] == pytest.approx(phis[best], rel=1e-12)
+
+
+def test_phi_of_the_whole_range_solver_at_tiny_alpha():
+    """At tiny alpha the error rounds to 1 (alpha = 1e-300) or the main scan's root near
+    m = 1 is redone by the whole-range solver (1e-17, 1e-8: its 64 halvings of a unit bracket in
+    z); its phi is the free entropy at the fixed point it returns, q = Q0 - mmse, with
+    psi(q_hat) = rho q_hat / 4 for these q_hat < 1e-6. The terms are of order q_hat and cancel:
+    the bound is 1e-14 of q q_hat / 4 (0 measured)."""
+    alpha = np.array([1e-300, 1e-17, 1e-8])
+    r = aim.solve_state_evolution(alpha, 0.5)
+    assert list(r.iterations) == [0, 64, 64] and np.all(r.converged)
+    assert r.mmse[0] == 1.0 and r.status[0] == "error within 1e-16 of 1, rounded to 1"
+    fe = se.free_entropy(alpha, r.q, r.q_hat, 0.5)
+    assert np.all(np.abs(r.phi - fe) <= 1e-14 * r.q * r.q_hat / 4), (r.phi, fe)
+
+
+def test_a_root_at_a_jump_of_H_is_not_converged():
+    """A channel whose H jumps (here by a factor 2 at V' = 0.3) can put the sign change of
+    F = alpha H Delta - 1 at the jump: bisection closes in on it, but |F| there is the size of
+    the jump (0.13 to 0.73), far above the 1e-9 of a root. Both solvers say so: not converged,
+    "residual above 1e-9", at the jump m = 0.3."""
+    rho = 0.5
+    tab = se._denoising_table(rho)
+
+    def step_H(q, Vp, T, beta, score):
+        Vp = np.asarray(Vp, dtype=float)
+        return np.where(Vp < 0.3, 4.0, 8.0) / Vp
+
+    step = dataclasses.replace(ch.get("linear"), name="step", se_H=step_H,
+                               perfect_recovery=lambda rho, T, beta, noise: None)
+    a = 0.8 / (4 / 0.3 * se._delta_of_m(tab, 0.3))  # alpha H Delta = 0.8 below the jump, 1.6 above
+    r = aim.solve_state_evolution(np.array([a, 0.1]), rho, channel=step)
+    assert not np.any(r.converged) and list(r.status) == ["residual above 1e-9"] * 2
+    np.testing.assert_allclose(r.mmse, 0.3, rtol=1e-12)
+
+
+def test_propagated_std_is_the_implicit_function_theorem_over_the_whole_grid():
+    """``_propagated_std``: sd(m) = sd(log H(m)) / |d log(H Delta) / dm| at the root, also in the
+    last cell of the grid of m (0.88 to 0.993). H = 1/m on a grid of 5 errors, replicas spread by a
+    constant (sd of log H 0.0129 / 2); d log Delta / d log m from mmse_denoising by central
+    differences: measured within 5e-5 (the table's derivative)."""
+    rho = 0.5
+    tab = se._denoising_table(rho)
+    lm = np.log(1 / (1 + np.exp(-np.linspace(-7.0, 5.0, 5))))
+    dev = np.array([-1.5, -0.5, 0.5, 1.5]) * 0.01
+    sd = np.std(dev, ddof=1) / 2
+    m = np.array([0.01, 0.3, 0.6, 0.95, 0.99])
+    out = se._propagated_std(np.concatenate([m, [1.0, np.nan]]), rho, lm, -lm, -lm[:, None] + dev[None, :])
+    D, e = se._delta_of_m(tab, m), 1e-5
+    dlog_mmse = (np.log(aim.mmse_denoising(D * np.exp(e), rho))
+                 - np.log(aim.mmse_denoising(D * np.exp(-e), rho))) / (2 * e)
+    expected = sd / np.abs((-1 + 1 / dlog_mmse) / m)
+    np.testing.assert_allclose(out[:5], expected, rtol=5e-4)
+    assert out[5] == 0.0 and np.isnan(out[6])  # alpha = 0 (mmse = 1): no error; NaN stays NaN
+
+
+def test_a_root_on_a_scan_point_is_found():
+    """alpha = 1 / (H Delta) at a point of the solver's scan makes F = alpha H Delta - 1 exactly 0 there
+    (at rho = 0.5, for 121 of the 138 scan points with 1e-4 < m < 0.99). That root was never a
+    sign change, so solve_state_evolution gave NaN ('no fixed point: H is not finite'), and
+    generic_state_evolution likewise at a point of its grid. Now each such alpha gives its root, to the
+    accuracy of the bisection (relative 1e-9), converged, and so does the whole-range solver."""
+    rho = 0.5
+    Q0 = 1 + rho
+    ch = aim.channels.get("softmax")
+    tab = se._denoising_table(rho)
+    m = 1 / (1 + np.exp(-se._Z_GRID))
+    HD = se._H(Q0 - m, rho, ch, 2, 1.0, 0.0, "exact") * se._delta_of_m(tab, m)
+    alpha = 1 / HD
+    exact = np.flatnonzero((alpha * HD - 1 == 0) & (m > 1e-4) & (m < 0.99))
+    assert exact.size >= 10  # measured: 121
+    pick = exact[:: max(1, exact.size // 6)]
+    res = aim.solve_state_evolution(alpha[pick], rho)
+    assert np.all(res.converged), res.status
+    np.testing.assert_allclose(res.mmse, m[pick], rtol=1e-9)
+
+    # the whole-range solver, on its own scan (in logs: S = log alpha + log(H Delta) exactly 0)
+    lhd = np.array([np.log(float(se._H(Q0 - mm, rho, ch, 2, 1.0, 0.0, "exact"))) + float(np.log(se._delta_of_m(tab, mm)))
+                    for mm in m[pick]])
+    out = se._solve_wide(np.exp(-lhd), rho, lambda mm: ch.se_H(Q0 - mm, mm, 2, 1.0, "exact"),
+                         lambda mm: ch.se_ElogZ(Q0 - mm, mm, 2, 1.0), True)
+    assert np.all(np.isfinite(out[0]))
+
+    # generic_state_evolution: alpha = 1 / (H Delta) at the last point of its grid of errors
+    g = lambda h: h  # noqa: E731
+    r = aim.generic_state_evolution(jax.random.key(0), 0.05, rho, g, label_noise=0.3, n_omega=64, n_zeta=64, n_m=4)
+    a = 1 / (r.H_grid[-1] * se._delta_of_m(tab, r.m_grid[-1]))
+    r2 = aim.generic_state_evolution(jax.random.key(0), a, rho, g, label_noise=0.3, n_omega=64, n_zeta=64, n_m=4)
+    assert bool(r2.converged[0]) and r2.mmse[0] == pytest.approx(r.m_grid[-1], rel=1e-9)
