@@ -82,7 +82,8 @@ _EW = ["tests/test_elementwise.py", "tests/test_channel_registry.py", "tests/tes
 MODULES = {
     "rmt": ("aim_tutorial/rmt.py", ["tests/test_rmt.py", _hostile("rmt")]),
     "rmt_device": ("aim_tutorial/rmt_device.py", ["tests/test_rmt_device.py", _hostile("rmt_device")]),
-    "counting": ("aim_tutorial/counting.py", ["tests/test_state_evolution.py", "tests/test_deep.py"]),
+    "counting": ("aim_tutorial/counting.py", ["tests/test_counting.py", "tests/test_state_evolution.py",
+                                              "tests/test_deep.py"]),
     "state_evolution": ("aim_tutorial/state_evolution.py", ["tests/test_state_evolution.py",
                                                             _hostile("state_evolution")]),
     "amp": ("aim_tutorial/amp.py", ["tests/test_amp.py", _hostile("amp")]),
