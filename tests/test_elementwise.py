@@ -569,3 +569,180 @@ def test_sigmoid_refuses_beta_zero():
     y = np.full((2, 2), 0.5)
     with pytest.raises(ValueError, match="beta"):
         aim.log_partition("sigmoid", y, np.zeros((2, 2)), 0.5, beta=0.0)
+
+
+# ---------------------------------------------------------------------------
+# second triage: flat ends far out, flats that start above their value, a plateau narrower than
+# sqrt(v), outputs an ulp off a flat value, maps without flats, omega = 0, the nodes' lower bounds
+
+
+def test_a_steep_map_leaving_its_flat_far_out_is_continuous():
+    """Where a flat ends far from 0 the bisection stops an ulp from its end (7e-15 at ``|h| = 40``), so
+    a steep map (slope 1e3) is already ``7e-12`` off its flat value at the first point off the flat:
+    more than the rounding allowance ``1e-12`` but within the slope (measured from that point to the
+    next grid point beyond it) times the gap, so the map is continuous there and the piece's image
+    starts at the flat value itself (exactly 0), on either side of the piece."""
+    right = ew.analyse(lambda h: jnp.maximum(1e3 * (h - 40.0), 0.0))
+    assert right.flat_b[0] == 40.0 and right.piece_a[0] == 40.0
+    assert right.piece_lo[0] == 0.0 and right.piece_hi[0] == np.inf
+    left = ew.analyse(lambda h: jnp.minimum(1e3 * (h + 40.0), 0.0))
+    assert left.flat_a[0] == -40.0 and left.piece_b[0] == -40.0
+    assert left.piece_lo[0] == -np.inf and left.piece_hi[0] == 0.0
+
+
+def test_a_flat_that_starts_above_its_value_ends_the_piece_at_its_start():
+    """``min(h - 1, 0)``: increasing up to ``h = 1``, then flat at 0. The grid cell ``[0.999, 1]`` before
+    the flat belongs to the increasing piece (its direction is read from ``f`` at the cell's left point
+    to the limit of ``f`` at the flat's start), so the piece runs to the flat's start 1 with image
+    ``(-inf, 0)``, and outputs just below 0 (``h`` in that last cell) are possible. Tolerance of the
+    ends: the bisection stops where ``|f| = |h - 1|`` exceeds ``4.5e-16`` (measured 4.4e-16)."""
+    st = ew.analyse(lambda h: jnp.minimum(h - 1.0, 0.0))
+    np.testing.assert_allclose(st.flat_a, [1.0], rtol=0, atol=4.5e-16)
+    np.testing.assert_array_equal(st.flat_b, [np.inf])
+    np.testing.assert_allclose(np.c_[st.piece_a, st.piece_b], [[-np.inf, 1.0]], rtol=0, atol=4.5e-16)
+    np.testing.assert_array_equal(np.c_[st.piece_lo, st.piece_hi], [[-np.inf, 0.0]])
+    assert bool(st.piece_increasing[0])
+
+
+def test_an_output_an_ulp_off_a_flat_value_is_that_flat_value():
+    """A flat value is matched to two units in the last place relative to ``max(1, |c|)`` (``_value_tol``,
+    as :func:`check_outputs` accepts it): ``y = 3 + ulp(3)`` for ``clip(h, 1.25, 3)`` (as a rounded
+    computation of 3 may give) is the upper flat value, with the score and ``log Z_out`` of ``y = 3``
+    exactly (not NaN: it lies outside the monotone piece's image ``(1.25, 3)``)."""
+    clip = aim.elementwise_channel(lambda h: jnp.clip(h, 1.25, 3.0), name="clip 1.25..3")
+    omega = np.array([[2.5, 1.0], [1.0, 2.0]])
+    y = np.array([[3.0, 2.0], [2.0, 1.25]])
+    y_off = y.copy()
+    y_off[0, 0] = np.nextafter(3.0, 4.0)
+    for fn in (aim.output_score, aim.log_partition):
+        want = np.asarray(fn(clip, y, omega, 0.5))
+        assert np.all(np.isfinite(want))
+        np.testing.assert_array_equal(np.asarray(fn(clip, y_off, omega, 0.5)), want)
+
+
+def _plateau(h):
+    """``h`` up to 0.2, flat at 0.2 on ``[0.2, 0.5]``, then ``h - 0.3``: one bounded flat part."""
+    return h - jnp.clip(h, 0.2, 0.5) + 0.2
+
+
+def _plateau_info_and_entropy(q_s, v, a=0.2, b=0.5):
+    """I(q_s, v) and E log Z_1 of a map flat on ``[a, b]`` and invertible outside: from the
+    truncated-normal moments of ``N(omega, v)`` on ``[a, b]``, adaptive quadrature over omega."""
+    from scipy import integrate
+
+    s, sv = math.sqrt(q_s), math.sqrt(v)
+
+    def info_part(w):  # P Var(h | h in [a, b]), the truncated normal's moments
+        al, be = (a - w) / sv, (b - w) / sv
+        P = ndtr(be) - ndtr(al)
+        pa, pb = norm.pdf(al), norm.pdf(be)
+        return v * (P + al * pa - be * pb - (pa - pb) ** 2 / P) if P > 0 else 0.0
+
+    def entropy_part(w):
+        al, be = (a - w) / sv, (b - w) / sv
+        P = ndtr(be) - ndtr(al)
+        z2 = ndtr(al) - al * norm.pdf(al) + ndtr(-be) + be * norm.pdf(be)  # int_{z outside [al, be]} z^2 phi
+        out = (-0.5 * math.log(2 * math.pi) - math.log(sv)) * (1 - P) - 0.5 * z2
+        return out + (P * math.log(P) if P > 0 else 0.0)
+
+    pts = [p for p in (a - 6 * sv, a, a + 6 * sv, b - 6 * sv, b, b + 6 * sv) if -12 * s < p < 12 * s]
+    res = [integrate.quad(lambda w: norm.pdf(w / s) / s * g(w), -12 * s, 12 * s, points=pts, limit=400,
+                          epsabs=1e-14, epsrel=1e-12)[0] for g in (info_part, entropy_part)]
+    return (1 - res[0] / v) / v, res[1]
+
+
+def test_a_plateau_narrower_than_the_noise_against_truncated_normal_moments():
+    """A flat part ``[0.2, 0.5]`` narrower than ``sqrt(v)`` (0.3 against 1 and 0.71), on both sides of
+    ``omega``: ``y = 0.2`` says ``h`` is in it, with ``log Z_1 = log(Phi(beta) - Phi(alpha))`` and score
+    ``(phi(alpha) - phi(beta)) / (Z_1 sqrt(v))`` (measured gap 9e-15 in log Z_out, 4e-16 in the score;
+    bound 1e-12); and the state evolution's ``q_hat / alpha`` and ``E log Z_out``, with omega often
+    below the plateau, against the truncated-normal moments by scipy's adaptive quadrature over omega
+    (measured 2e-16; bound 1e-12, the quadrature's tolerance)."""
+    a, b = 0.2, 0.5
+    ch = aim.elementwise_channel(_plateau, name="plateau")
+    T, V = 2, 0.5
+    omega = np.array([[0.3, -0.4], [-0.4, 1.2]])
+    y = np.full((T, T), a)
+    v = np.where(np.eye(T, dtype=bool), 2 * V, V)
+    al, be = (a - omega) / np.sqrt(v), (b - omega) / np.sqrt(v)
+    Z = ndtr(be) - ndtr(al)
+    g = (norm.pdf(al) - norm.pdf(be)) / Z / np.sqrt(v)
+    upper = np.triu(np.ones((T, T), dtype=bool))
+    assert float(aim.log_partition(ch, y, omega, V)) == pytest.approx(float(np.sum(np.log(Z)[upper])), rel=1e-12)
+    np.testing.assert_allclose(np.asarray(aim.output_score(ch, y, omega, V)),
+                               np.where(np.eye(T, dtype=bool), g, g / 2), rtol=1e-12, atol=1e-12)
+    for q, Vp in ((0.5, 0.4), (0.9, 0.05)):
+        Id, Ld = _plateau_info_and_entropy(2 * q, 2 * Vp)
+        Io, Lo = _plateau_info_and_entropy(q, Vp)
+        H = float(ch.se_H(np.asarray(q), np.asarray(Vp), T, 1.0, "exact"))
+        L = float(ch.se_ElogZ(np.asarray(q), np.asarray(Vp), T, 1.0))
+        assert H == pytest.approx(2 * (2 * T * Id + T * (T - 1) / 2 * Io), rel=1e-12), q
+        assert L == pytest.approx(T * Ld + T * (T - 1) / 2 * Lo, rel=1e-12), q
+
+
+def test_a_map_without_flat_parts_has_the_gaussian_entropy():
+    """arcsinh has no flat part: ``y`` determines ``h`` and ``E log Z_1`` (without the Jacobian of the map)
+    is the expected log-density of ``h ~ N(omega, v)`` at itself, ``-log(2 pi v)/2 - 1/2`` per entry,
+    at any ``q`` (to rounding), and the information ``1/v``."""
+    ch = aim.elementwise_channel(jnp.arcsinh, name="arcsinh")
+    T = 3
+    q, Vp = np.array([0.3, 1.0]), np.array([0.2, 2e-3])
+
+    def L(v):
+        return -0.5 * np.log(2 * math.pi * v) - 0.5
+
+    np.testing.assert_allclose(ch.se_ElogZ(q, Vp, T, 1.0), T * L(2 * Vp) + T * (T - 1) / 2 * L(Vp), rtol=1e-14)
+    np.testing.assert_allclose(ch.se_H(q, Vp, T, 1.0, "exact"), 2 * (2 * T / (2 * Vp) + T * (T - 1) / 2 / Vp),
+                               rtol=1e-14)
+
+
+def test_relu_state_evolution_at_zero_overlap():
+    """At ``q = 0`` every ``omega`` is exactly 0 (one node): for ReLU ``P(h < 0) = 1/2`` and
+    ``Var(h | h < 0) = v (1 - 2/pi)``, so ``I(0, v) = (1/2 + 1/pi) / v`` and
+    ``E log Z_1 = (1/2) log(1/2) - log(2 pi v)/4 - 1/4`` (to rounding)."""
+    ch = aim.elementwise_channel(lambda h: jnp.maximum(h, 0.0), name="relu map")
+    T, Vp = 2, 0.7
+
+    def info(v):
+        return (0.5 + 1 / math.pi) / v
+
+    def entropy(v):
+        return 0.5 * math.log(0.5) - 0.25 * math.log(2 * math.pi * v) - 0.25
+
+    H = float(ch.se_H(np.asarray(0.0), np.asarray(Vp), T, 1.0, "exact"))
+    L = float(ch.se_ElogZ(np.asarray(0.0), np.asarray(Vp), T, 1.0))
+    assert H == pytest.approx(2 * (2 * T * info(2 * Vp) + info(Vp)), rel=1e-14)
+    assert L == pytest.approx(T * entropy(2 * Vp) + entropy(Vp), rel=1e-14)
+
+
+def test_the_nodes_of_the_noisy_integrals_have_lower_bounds():
+    """``nodes = (n_panels, n_y)`` with label noise: at least 4 panels and 64 points in ``y`` (the
+    documented bounds, accepted exactly there); below them a ValueError names the entry."""
+    aim.elementwise_channel(jnp.tanh, label_noise=0.05, nodes=(4, 64))
+    with pytest.raises(ValueError, match=r"nodes\[1\] must be an integer >= 64, got 63"):
+        aim.elementwise_channel(jnp.tanh, label_noise=0.05, nodes=(4, 63))
+    with pytest.raises(ValueError, match=r"nodes\[0\] must be an integer >= 4, got 3"):
+        aim.elementwise_channel(jnp.tanh, label_noise=0.05, nodes=(3, 64))
+
+
+
+def _arctan_variance(k, s2):
+    """Var(arctan(k h)) for h ~ N(0, s2): the mean is 0 (odd map), so ``E arctan(k h)^2`` by adaptive quadrature."""
+    from scipy import integrate
+
+    s = math.sqrt(s2)
+    return 2 * integrate.quad(lambda z: norm.pdf(z) * math.atan(k * s * z) ** 2, 0.0, 12.0, limit=400,
+                              epsabs=1e-15, epsrel=1e-13)[0]
+
+
+def test_error_on_the_outputs_of_a_steep_smooth_map_at_zero_overlap():
+    """Eq. (bo-label) at ``q = 0`` (``omega = 0``: the outputs' own variance) for ``arctan(5h)``, which turns
+    on a scale 0.2 while ``h`` spreads over ``sqrt(3)``: the 64 Gauss-Legendre panels over
+    ``omega +- 10 sqrt(v)`` (a panel edge at ``omega``) give ``T Var(f(h)), h ~ N(0, 2V')`` plus ``T(T - 1)``
+    times the same at ``V'`` to the measured 1.4e-8 relative against scipy's adaptive quadrature (the
+    same rule with 2048 panels: 2e-16), bound 5e-8."""
+    ch = aim.elementwise_channel(lambda h: jnp.arctan(5.0 * h), name="arctan(5h)")
+    T, rho = 2, 0.5
+    Vp = 1 + rho
+    ref = T * _arctan_variance(5.0, 2 * Vp) + T * (T - 1) * _arctan_variance(5.0, Vp)
+    assert float(aim.label_space_error(0.0, rho, T=T, channel=ch)) == pytest.approx(ref, rel=5e-8)
