@@ -131,3 +131,73 @@ def test_batch_in_float32_matches_gamp_rie_in_float32():
         host = aim.gamp_rie(X[b], y[b], RHO, key=keys[b], S_true=S[b], dtype="float32")
         assert (dev[b].n_iter, dev[b].status) == (host.n_iter, host.status)
         assert abs(dev[b].error - host.error) <= 1e-5 and dev[b].S_hat.dtype == jnp.float32
+
+
+def test_batch_matches_gamp_rie_adaptive_damping_raised_by_an_oscillation():
+    """adaptive_damping from damping 0 (softmax, alpha = 0.1, d = 12): the first instance's residual
+    jumps (0.97, 0.53, 0.89, 0.74), S_4 back near S_2 (a period-2 oscillation, the residual not grown
+    twice in a row), so the damping is raised to 0.5 at iteration 4 and used from iteration 5 on, by
+    the device's rule as by the host's."""
+    S, X, y = _batch(3, 3, 12, 0.1)
+    keys = list(jax.random.split(jax.random.key(4), 3))
+    dev = _compare(S, X, y, GampRieOptions(adaptive_damping=True, damping=0.0, max_iter=8), keys=keys)
+    np.testing.assert_array_equal(dev[0].history.damping, [0.0, 0.0, 0.0, 0.0, 0.5, 0.5, 0.5, 0.5])
+
+
+def test_batch_matches_gamp_rie_when_the_residual_grows():
+    """Undamped hardmax at alpha = 0.4 (d = 12) with patience = 2: the third instance's residual grows
+    at iterations 8 and 9 (above 100 tol), so it is declared divergent at iteration 9, the patience-th
+    growth, on the device as on the host; the two others run to max_iter."""
+    S, X, y = _batch(3, 3, 12, 0.4, channel="hardmax")
+    keys = list(jax.random.split(jax.random.key(4), 3))
+    dev = _compare(S, X, y, GampRieOptions(damping=0.0, patience=2, max_iter=12), keys=keys, channel="hardmax")
+    assert dev[2].status == "diverged at iteration 9: residual grew 2 iterations in a row"
+
+
+def test_batch_matches_gamp_rie_stall_rule_from_min_iter():
+    """stall_patience = 2 with min_iter = 5 (softmax, alpha = 0.1, d = 12, tol 1e-12 so that nothing
+    converges): the first instance's smallest residual is at iteration 3, so the stall rule fires at
+    iteration 5, the first iteration where it applies (it >= min_iter), as on the host."""
+    S, X, y = _batch(3, 3, 12, 0.1)
+    keys = list(jax.random.split(jax.random.key(4), 3))
+    options = GampRieOptions(stall_patience=2, min_iter=5, tol=1e-12, patience=50, max_iter=12)
+    dev = _compare(S, X, y, options, keys=keys)
+    assert dev[0].n_iter == 5 and dev[0].status.startswith("oscillating"), dev[0].status
+
+
+def test_explosion_threshold_is_that_of_gamp_rie(monkeypatch):
+    """The explosion rule: diverged when the residual is above 100 (1 + rho)^2, strictly. At d = 1 with
+    rho = 0.25 (start sqrt(rho) = 0.5) and an RIE forced to return 13 (on the host, where the device
+    falls back with its range shrunk to nothing), the first residual is (13 - 0.5)^2 = 156.25 =
+    100 (1.25)^2 exactly, in floating point: not an explosion, the run then converges; with the RIE
+    returning the next float above 13 the residual is above the limit: diverged at iteration 1. The
+    device agrees with gamp_rie on both sides of the limit."""
+    rho = 0.25
+    monkeypatch.setattr(rmt_device, "DELTA_MAX", 1e-30)
+    amp_device._program.cache_clear()
+    try:
+        S = jnp.stack([aim.sample_teacher(k, 1, 1.0) for k in jax.random.split(jax.random.key(12), 2)])
+        data = [aim.sample_data(k, s, n=6, T=2, channel="linear") for k, s in zip(jax.random.split(jax.random.key(13), 2), S)]
+        X, y = jnp.stack([a for a, _ in data]), jnp.stack([b for _, b in data])
+        opts = dict(init="mean", max_ratio=np.inf, max_iter=5)
+        for value, status in ((13.0, "converged"), (np.nextafter(13.0, 14.0), "diverged at iteration 1: residual")):
+            monkeypatch.setattr(aim.rmt, "rie_eigenvalues", lambda lam, delta, r, outside="edge", v=value:
+                                np.full(np.shape(lam), v))
+            dev = gamp_rie_batch(X, y, rho, channel="linear", S_true=S, options=GampRieOptions(**opts))
+            for b in range(2):
+                host = aim.gamp_rie(X[b], y[b], rho, channel="linear", S_true=S[b], **opts)
+                assert host.status.startswith(status), host.status
+                _same(host, dev[b])
+            if status == "converged":
+                assert dev[0].history.residual[0] == 156.25
+    finally:
+        amp_device._program.cache_clear()
+
+
+def test_devices_must_be_a_non_empty_sequence_of_jax_devices():
+    """devices=[] and devices that are not JAX devices are refused with a TypeError naming devices
+    (not a division by zero in the batch split, nor a run that ignores the argument)."""
+    S, X, y = _batch(9, 2, 8, 0.3)
+    for devices in ([], ["cpu"]):
+        with pytest.raises(TypeError, match="devices must be a non-empty sequence of JAX devices"):
+            gamp_rie_batch(X, y, RHO, options=GampRieOptions(init="mean", max_iter=2), devices=devices)
