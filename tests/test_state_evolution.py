@@ -1073,3 +1073,27 @@ def test_a_root_on_a_scan_point_is_found():
     a = 1 / (r.H_grid[-1] * se._delta_of_m(tab, r.m_grid[-1]))
     r2 = aim.generic_state_evolution(jax.random.key(0), a, rho, g, label_noise=0.3, n_omega=64, n_zeta=64, n_m=4)
     assert bool(r2.converged[0]) and r2.mmse[0] == pytest.approx(r.m_grid[-1], rel=1e-9)
+
+
+def test_q_hat_of_returns_a_float_for_numbers_and_an_array_for_arrays():
+    """q_hat_of on numbers gives a Python float (as its docstring's example prints), on arrays an
+    array of their broadcast shape."""
+    one = se.q_hat_of(0.3, 0.7, 0.5)
+    assert isinstance(one, float)
+    many = se.q_hat_of(np.array([0.3, 0.6]), 0.7, 0.5)
+    assert isinstance(many, np.ndarray) and many.shape == (2,)
+    assert many[0] == pytest.approx(one, rel=1e-15)
+
+
+def test_generic_state_evolution_argument_edges():
+    """generic_state_evolution takes T up to 4 (the generic channel's range) and needs two batches at
+    least (its error bar is their spread): T = 4 runs, T = 5 and n_batches = 1 are refused by name."""
+    g = lambda h: h  # noqa: E731
+    r = aim.generic_state_evolution(jax.random.key(0), 0.2, 0.5, g, 4, label_noise=0.5, n_omega=16, n_zeta=16,
+                                    n_m=4, n_batches=2)
+    assert r.mmse.shape == (1,) and np.isfinite(r.mmse[0])
+    with pytest.raises(ValueError, match=r"T must be in \[2, 4\]"):
+        aim.generic_state_evolution(jax.random.key(0), 0.2, 0.5, g, 5, label_noise=0.5)
+    with pytest.raises(ValueError, match="n_batches"):
+        aim.generic_state_evolution(jax.random.key(0), 0.2, 0.5, g, 2, label_noise=0.5, n_omega=16, n_zeta=16,
+                                    n_m=4, n_batches=1)
