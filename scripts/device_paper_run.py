@@ -20,6 +20,13 @@ run cut short keeps what it finished. The jobs:
 ``precision-gd``   ``benchmarks/precision.py`` (32 students x 1000 Adam steps, d = 100, float32 against
                    float64) on the accelerator
 ``precision-gamp`` ``benchmarks/precision.py --gamp`` on the accelerator
+``gd-par``         the data of ``gd-single`` and ``gd-averaged`` at paper scale (d = 200, T = 2..6, 9 values of
+                   x, 3 data seeds, 32 students x 1000 Adam steps) by ``scripts/gd_paper_data.py --scale paper``,
+                   one process per T, all at once: each (T, x) is a new program, and the five processes
+                   compile on the host's cores in parallel while sharing the accelerator
+                   (``XLA_PYTHON_CLIENT_PREALLOCATE=false``); ``DIR/figures/gd_T{T}.csv``, a row per data set
+``gamp-batch``     ``benchmarks/gamp_targets.py batch``: 8 GAMP-RIE instances at d = 80 one after another and as
+                   one program
 
 The times of the figures are the wall times of their processes (start-up and compilation
 included) and, in each figure's CSV, the ``seconds`` column of each point.
@@ -59,6 +66,21 @@ info["matmul_gflops"] = rates
 print("RESULT" + json.dumps(info))
 """
 
+_GD_PAR = r"""
+import os, subprocess, sys, time
+t0 = time.monotonic()
+env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false")
+procs = []
+for T in TS:
+    out = os.path.join(sys.argv[1], f"gd_T{T}.csv")
+    log = open(os.path.join(sys.argv[1], f"gd_T{T}.log"), "w")
+    procs.append(subprocess.Popen([sys.executable, os.path.join(ROOT, "scripts", "gd_paper_data.py"), *ARGS,
+                                   "--T", str(T), "--out", out], stdout=log, stderr=subprocess.STDOUT, env=env))
+rcs = [p.wait() for p in procs]
+print("RESULT" + repr(dict(rcs=rcs, wall_s=round(time.monotonic() - t0, 2))).replace("'", '"'), flush=True)
+sys.exit(max(abs(r) for r in rcs))
+"""
+
 _FIGURES = r"""
 import sys
 from aim_tutorial import reproduce
@@ -76,6 +98,10 @@ def _jobs(scale: str, figs: str) -> dict:
     # the matrix products whose rates env measures: a large square one and GAMP-RIE's at the
     # paper's sizes ((2 n, d) @ (d, d), n = alpha d^2 at the largest alpha of amp-se and d = 80)
     shapes = ((256, 256),) if scale == "smoke" else ((8192, 8192), (2 * 8400, 200), (2 * 1600, 80))
+    gd_args = (["--d", "16", "--seeds", "1", "--x", "0.2", "0.6", "--n-init", "2", "--steps", "50"]
+               if scale == "smoke" else ["--scale", "paper"])
+    gd_ts = (2, 3) if scale == "smoke" else (2, 3, 4, 5, 6)
+    gd_par = f"ROOT = {ROOT!r}\nARGS = {gd_args!r}\nTS = {gd_ts!r}\n" + _GD_PAR
     return {
         "env": [py, "-c", f"ROOT = {ROOT!r}\nSHAPES = {shapes!r}\n" + _ENV],
         "amp-hardmax": fig("amp-hardmax"),
@@ -84,6 +110,8 @@ def _jobs(scale: str, figs: str) -> dict:
         "gd": fig("gd-single", "gd-averaged"),
         "precision-gd": precision + ["--repeats", "1", *quick, "--out", "OUT/precision_gd.json"],
         "precision-gamp": precision + ["--gamp", "--out", "OUT/precision_gamp.json"],
+        "gd-par": [py, "-c", gd_par, figs],
+        "gamp-batch": [py, os.path.join(ROOT, "benchmarks", "gamp_targets.py"), "batch"],
     }
 
 

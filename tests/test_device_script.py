@@ -6,6 +6,7 @@ import subprocess
 import sys
 import tarfile
 
+import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -40,3 +41,20 @@ def test_device_script_skips_jobs_past_its_deadline_and_refuses_unknown_ones(tmp
     assert s["jobs"] == [dict(job="env", skipped="no time left"), dict(job="gd", skipped="no time left")]
     r = _run(tmp_path, "--deadline", "10", "--jobs", "env", "train")
     assert r.returncode == 2 and "unknown jobs ['train']" in r.stderr
+
+
+@pytest.mark.slow
+def test_device_script_gd_par_runs_one_process_per_T_and_keeps_their_tables(tmp_path):
+    r = _run(tmp_path, "--scale", "smoke", "--deadline", "300", "--jobs", "gd-par")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "out" / "summary.json").read_text())
+    (job,) = s["jobs"]
+    assert job["rc"] == 0 and job["result"]["rcs"] == [0, 0]
+    from aim_tutorial import datafiles
+
+    for T in (2, 3):
+        t = datafiles.read(str(tmp_path / "out" / "figures" / f"gd_T{T}.csv"))
+        assert set(t.column("T")) == {T} and len(t.column("x")) == 2
+        assert np.all(t.column("n_finite") == 2)
+    with tarfile.open(tmp_path / "out" / "run.tar.gz") as tar:
+        assert {"figures/gd_T2.csv", "figures/gd_T3.csv", "figures/gd_T2.log"} <= set(tar.getnames())
