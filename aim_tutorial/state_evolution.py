@@ -587,9 +587,10 @@ def _solve_wide(alpha, rho, Hm, Em, perfect_possible):
             conv[a] = abs(fr[j]) < 1e-9
             status[a] = SE_STATUS[0] if conv[a] else SE_STATUS[5]
     none = nfp == 0
-    # no sign change: F > 0 down to m = 1e-320 (perfect recovery, or an error below the floats),
-    # or F < 0 up to m = 1 - 4e-18 (an error that rounds to 1); NaN H: say so
-    low, high = none & (S_first > 0), none & (S_last < 0)
+    # no sign change: F >= 0 down to m = 1e-320 (perfect recovery, or an error below the floats;
+    # 0 counts as positive, as in _sign_changes), or F < 0 up to m = 1 - 4e-18 (an error that
+    # rounds to 1); NaN H: say so
+    low, high = none & (S_first >= 0), none & (S_last < 0)
     idx = low & perfect_possible
     mmse[idx], q_hat[idx], conv[idx], phi[idx], status[idx] = 0.0, np.inf, True, np.inf, SE_STATUS[2]
     for idx, m_end, st in ((low & (not perfect_possible), math.exp(_Z_WIDE[0]), SE_STATUS[3]),

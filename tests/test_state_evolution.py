@@ -1097,3 +1097,21 @@ def test_generic_state_evolution_argument_edges():
     with pytest.raises(ValueError, match="n_batches"):
         aim.generic_state_evolution(jax.random.key(0), 0.2, 0.5, g, 2, label_noise=0.5, n_omega=16, n_zeta=16,
                                     n_m=4, n_batches=1)
+
+
+@pytest.mark.parametrize("perfect_possible, status, q_hat", [(True, "perfect recovery", np.inf),
+                                                             (False, "error below 1e-320, rounded to 0", None)])
+def test_whole_range_scan_with_F_exactly_0_at_its_first_point_is_the_small_error_end(
+        monkeypatch, perfect_possible, status, q_hat):
+    """The whole-range solver with no sign change and F exactly 0 at its first finite scan point (and
+    F >= 0 beyond) is at the small-error end, like F > 0 there: 0 counts as positive, as in
+    _sign_changes. It used to be neither end, and gave mmse NaN with the status 'no fixed point'.
+    Built with log Delta = 0 and H = 1 + m (H infinite below m = 1e-300, so the first finite point
+    is not the scan's first): S = log(1 + m) is exactly 0 up to m ~ 1e-16 and positive above."""
+    monkeypatch.setattr(se, "_log_delta", lambda tab, log_m, log_1m: np.zeros_like(log_m))
+    Hm = lambda m: np.where(m < 1e-300, np.inf, 1.0 + m)  # noqa: E731
+    Em = lambda m: np.zeros_like(m)  # noqa: E731
+    mmse, qh, conv, _, nfp, _, st = se._solve_wide(np.array([1.0]), 0.5, Hm, Em, perfect_possible)
+    assert nfp[0] == 0 and mmse[0] == 0.0 and bool(conv[0]) and st[0] == status
+    if q_hat is not None:  # below the floats, q_hat is alpha H at m = 1e-320: this H's inf there
+        assert qh[0] == q_hat
