@@ -7,8 +7,10 @@
                                               # hardmax T = 2, alpha = 1): one after another with
                                               # gamp_rie, and as one program (amp_device.gamp_rie_batch)
 
-Prints one JSON line (``RESULT{...}``): per case the cold time (the first run: compilation and
-the cached tables), the warm time, the iterations, the error and the status. To compare two
+Prints a line ``CASE name {...}`` as each case finishes (so that a run stopped at a time limit
+keeps the cases it finished), then one JSON line (``RESULT{...}``): per case the cold time (the
+first run: compilation and the cached tables), the warm time, the iterations, the error and the
+status. To compare two
 versions of the package in the same session, run it with ``PYTHONPATH`` pointing at each
 checkout (``git worktree add /tmp/old HEAD~1``), one after the other.
 """
@@ -78,17 +80,21 @@ def batch(d, alpha, T, channel, B=8, repeats=3):
 
 
 def main(which):
-    if which == "small":
-        out = {"softmax_T3_d150_alpha0.05": timed(150, 0.05, 3, "softmax"),
-               "hardmax_T2_d80_alpha1": timed(80, 1.0, 2, "hardmax")}
-    elif which == "big":
-        out = {"softmax_T2_d400_alpha0.13_80it": timed(400, 0.13, 2, "softmax", repeats=1, max_iter=80,
-                                                        tol=1e-300, min_iter=80, patience=10**6)}
-    elif which == "batch":
-        out = {"batch8_softmax_T2_d80_alpha0.3": batch(80, 0.3, 2, "softmax"),
-               "batch8_hardmax_T2_d80_alpha1": batch(80, 1.0, 2, "hardmax", repeats=1)}
-    else:
+    cases = {
+        "small": {"softmax_T3_d150_alpha0.05": lambda: timed(150, 0.05, 3, "softmax"),
+                  "hardmax_T2_d80_alpha1": lambda: timed(80, 1.0, 2, "hardmax")},
+        "big": {"softmax_T2_d400_alpha0.13_80it": lambda: timed(400, 0.13, 2, "softmax", repeats=1, max_iter=80,
+                                                                 tol=1e-300, min_iter=80, patience=10**6)},
+        "batch": {"batch8_softmax_T2_d80_alpha0.3": lambda: batch(80, 0.3, 2, "softmax"),
+                  "batch8_hardmax_T2_d80_alpha1": lambda: batch(80, 1.0, 2, "hardmax", repeats=1)},
+    }
+    if which not in cases:
         raise SystemExit("usage: python benchmarks/gamp_targets.py small|big|batch")
+    out = {}
+    for name, run in cases[which].items():
+        out[name] = run()
+        # each case as soon as it is done, so that a run stopped at a time limit keeps it
+        print(f"CASE {name} " + json.dumps(out[name]), flush=True)
     print("RESULT" + json.dumps(out))
 
 
