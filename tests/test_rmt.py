@@ -1127,3 +1127,95 @@ def test_stieltjes_at_huge_delta_is_the_semicircle_of_variance_one_plus_delta(rh
             w = mpmath.mpc(zk.real, zk.imag) - mpmath.mpf(s)
             ref.append(complex(2 / (w + mpmath.sqrt(w - 2 * rr) * mpmath.sqrt(w + 2 * rr))))
     np.testing.assert_allclose(got, np.array(ref), rtol=1e-14)
+
+
+@needs_mpmath
+def test_G_at_the_edge_of_the_bulk_of_a_tiny_rho():
+    """G(x - i0) within 20 ulps of the right edge of the bulk of mass rho = 1e-12..1e-14 (delta = 1),
+    against _mp_G_near_edge. There the Newton polish of the cubic's roots meets roots at which p'
+    rounds to exactly 0 (a double root at the edge; at some of these 41 points at each rho): the
+    step is skipped there, with no division by zero and no RuntimeWarning. Measured: 2.2e-8 relative
+    (the sqrt(eps) of a double root); tolerance 1e-7, as for the edges at small delta."""
+    import warnings
+
+    eps = np.finfo(float).eps
+    for rho in (1e-12, 1e-13, 1e-14):
+        x = aim.support_edges(1.0, rho)[-1][1] * (1 + eps * np.arange(-20, 21))
+        ref = np.array([_mp_G_near_edge(v, 1.0, rho) for v in x])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            G = np.asarray(aim.stieltjes(x, 1.0, rho))
+        assert np.all(np.abs(G - ref) <= 1e-7 * np.abs(ref)), (rho, x, G, ref)
+
+
+@needs_mpmath
+def test_G_on_the_bulk_of_a_tiny_rho_is_not_the_root_near_x_over_delta():
+    """G(x - i0) across the bulk of mass rho = 1e-12 (near w = 1/sqrt(rho) = 1e6) at delta = 100,
+    against _mp_G_near_edge. The physical G is one of the two roots near s = 1e-6, whose
+    imaginary part (~9e-13) is below their absolute rounding (eps times the third root,
+    x/delta ~ 1e4): at some points they come out real, with z'(G) ~ +1e12 (rounding noise), far
+    above the spurious root's z' = delta = 100. Their z' relative to its terms (1/G^2 +
+    s^2/(s - G)^2 + delta, with s^2/(s - G)^2 ~ 1e12 for G within 1e-12 of s) is below 1: the
+    pair is chosen, not x/delta (1e10 times too large). Tolerance 1e-5: that rounding, 4 eps
+    1e4 / 1e-6 = 9e-6 relative (measured: 1.2e-6)."""
+    delta, rho = 100.0, 1e-12
+    a, b = aim.support_edges(delta, rho)[-1]
+    x = np.linspace(a, b, 401)
+    ref = np.array([_mp_G_near_edge(v, delta, rho) for v in x])
+    G = np.asarray(aim.stieltjes(x, delta, rho))
+    assert np.all(np.abs(G - ref) <= 1e-5 * np.abs(ref)), (x, G, ref)
+    h = np.asarray(aim.hilbert_transform(x, delta, rho))
+    assert np.all(np.abs(h - ref.real) <= 1e-5 * np.abs(ref))
+
+
+def test_quadrature_panel_budget(monkeypatch):
+    """The adaptive quadrature halves every panel not yet accepted, 2 new panels each, as long as
+    a round creates at most max_panels = 20000 panels; a round that would create more stops it and
+    flags the items still refining as unconverged (the cap on its work and memory). A synthetic
+    integrand makes the count exact: f = 1 + K cos(60 t) on [0, pi] (integral pi), with 10 first
+    panels of width pi/10 (3 periods each) where the 10-point rule errs by 6.5e3 times the
+    tolerance for K = 1e-3 (every panel of such an item is halved), and halves of 1.5 periods
+    where it is exact to rounding (error 1.7e-4 of the tolerance: accepted); K = 0 gives f = 1,
+    accepted at once. 1000 items with K = 1e-3 halve 10000 panels, 20000 new ones: within the
+    budget, all converge to pi; 1001 (20020 panels) are flagged."""
+    monkeypatch.setattr(rmt, "_integrand", lambda t, a, b, delta, s, power: 1.0 + delta * np.cos(60.0 * t))
+    for hard, conv in ((1000, True), (1001, False)):
+        K = np.r_[np.full(hard, 1e-3), np.zeros(5)]
+        one = np.ones(K.size)
+        total, converged = rmt._integrate_items(0 * one, one, K, one, 1, n0=10)
+        np.testing.assert_array_equal(converged, np.r_[np.full(hard, conv), np.ones(5, dtype=bool)])
+        if conv:
+            np.testing.assert_allclose(total, np.pi, rtol=1e-14)
+
+
+def _mp_power_integral(delta, rho, power):
+    """int mu_delta^power over the support, in 40 digits: mu(w) = max Im G / pi over the roots of the
+    cubic (Cardano), by tanh-sinh quadrature over each interval of _mp_edges (split at its middle)."""
+    with mpmath.workdps(40):
+        d, s = mpmath.mpf(delta), mpmath.sqrt(mpmath.mpf(rho))
+        e3 = mpmath.exp(2j * mpmath.pi / 3)
+
+        def mu(w):
+            a, b, c = -(s + w + d * s) / d, (w * s + 1) / d, -s / d
+            p, q = b - a * a / 3, 2 * a**3 / 27 - a * b / 3 + c
+            sq = mpmath.sqrt(q * q / 4 + p**3 / 27)
+            u = max(-q / 2 + sq, -q / 2 - sq, key=abs)
+            C = mpmath.cbrt(u) if mpmath.im(u) or u >= 0 else -mpmath.cbrt(-u)
+            return max(0, max(mpmath.im(C * e3**k - p / (3 * C * e3**k)) for k in range(3))) / mpmath.pi
+
+        return float(sum(mpmath.quad(lambda w: mu(w) ** power, [a, (a + b) / 2, b])
+                         for a, b, _, _ in _mp_edges(delta, rho)))
+
+
+@needs_mpmath
+def test_spectral_integral_of_a_thin_bump_above_1e_18_is_the_quadrature():
+    """At rho = 0.99, delta = 5e-12 the bump of the atom (mass 0.01) is 9e-7 wide, narrower than
+    1e-6 |x - sqrt(rho)|; it is replaced by the semicircle of variance delta (1 - rho) only below
+    delta = 1e-18, where the rounding of w = x - sqrt(rho) spoils the quadrature. Here the
+    semicircle is off by 5e-6 (relative, power 3; the bulk is 2.5e-5 away); the quadrature matches
+    mpmath (40 digits) to 1e-10, the rounding of w over the bump's width (1.1e-16 / 9e-7; measured
+    4.8e-12 for power 3, 6.4e-12 for power 2)."""
+    for power in (2, 3):
+        want = _mp_power_integral(5e-12, 0.99, power)
+        got = aim.spectral_integral(5e-12, 0.99, power=power)
+        assert got == pytest.approx(want, rel=1e-10, abs=0), power
