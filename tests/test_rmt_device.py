@@ -135,3 +135,25 @@ def test_bad_arrays_and_rules_are_refused():
         rmt_device.rie_eigenvalues(np.ones(3), 0.5, 0.5, outside="clip")
     with pytest.raises(ValueError, match="delta"):
         jax.jit(rmt_device.mmse_denoising)(jnp.ones(2), 0.5)
+
+
+@pytest.mark.parametrize("delta, rho", [(1e-6, 0.9), (1e-4, 0.1), (1e-2, 0.5), (1e-3, 0.25), (1e-12, 0.05)])
+def test_rie_at_the_edges_and_in_the_gap_of_two_intervals(delta, rho):
+    """With a gap (rho < 1, small delta) each of the four edges has its own cleaned value: an
+    eigenvalue on an edge, in the gap (nearer one or the other of its edges) or beyond the support
+    gets the value of the nearest edge, as on the host. Tolerance: that of the sampled spectra
+    (1.1e-12 measured here, at delta = 1e-12; the gap's midpoint, a tie, is avoided)."""
+    (x1, xa), (xb, x2) = rmt.support_edges(delta, rho)
+    gap = xb - xa
+    lam = np.concatenate([[x1, xa, xb, x2], xa + gap * np.array([0.1, 0.3, 0.7, 0.9]), [x1 - 1.0, x2 + 1.0]])
+    host = rmt.rie_eigenvalues(lam, delta, rho)
+    dev = np.asarray(rmt_device.rie_eigenvalues(lam, delta, rho))
+    np.testing.assert_allclose(dev, host, rtol=0, atol=1e-11 * max(1.0, math.sqrt(rho)))
+
+
+def test_rie_of_no_eigenvalues_is_empty():
+    """An empty spectrum is valid (as on the host): an empty array of the same shape comes back."""
+    for shape in [(0,), (2, 0)]:
+        out = rmt_device.rie_eigenvalues(np.zeros(shape), 0.1, 0.5)
+        assert out.shape == shape
+        assert out.shape == np.shape(rmt.rie_eigenvalues(np.zeros(shape), 0.1, 0.5))
