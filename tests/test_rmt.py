@@ -228,7 +228,7 @@ def test_delta_and_rho_arrays_are_checked_entry_by_entry(f):
     assert np.shape(f(np.array([]), 0.5)) == (0,)
     # a Python int beyond float's exact range is a number like any other (not an object array)
     assert f(2**80, 0.5) == f(float(2**80), 0.5)
-    assert f(0.1, 2**80) == f(0.1, float(2**80))
+    assert f(0.1, 2**70) == f(0.1, float(2**70))  # (2**80 > RHO_MAX = 1e24)
 
 
 def test_evaluation_points_accept_any_real_scalar():
@@ -1135,16 +1135,19 @@ def test_G_at_the_edge_of_the_bulk_of_a_tiny_rho():
     against _mp_G_near_edge. There the Newton polish of the cubic's roots meets roots at which p'
     rounds to exactly 0 (a double root at the edge; at some of these 41 points at each rho): the
     step is skipped there, with no division by zero and no RuntimeWarning. Measured: 2.2e-8 relative
-    (the sqrt(eps) of a double root); tolerance 1e-7, as for the edges at small delta."""
+    (the sqrt(eps) of a double root); tolerance 1e-7, as for the edges at small delta. (These rho are
+    below RHO_MIN, which the public functions refuse; the module's internals that they call are
+    checked here, since a zero p' can occur at any double root.)"""
     import warnings
 
     eps = np.finfo(float).eps
     for rho in (1e-12, 1e-13, 1e-14):
-        x = aim.support_edges(1.0, rho)[-1][1] * (1 + eps * np.arange(-20, 21))
+        s = np.sqrt(rho)
+        x = rmt._edges_x(1.0, s)[-1][1] * (1 + eps * np.arange(-20, 21))
         ref = np.array([_mp_G_near_edge(v, 1.0, rho) for v in x])
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            G = np.asarray(aim.stieltjes(x, 1.0, rho))
+            G = np.asarray(rmt._G_real_axis(x - s, 1.0, s))
         assert np.all(np.abs(G - ref) <= 1e-7 * np.abs(ref)), (rho, x, G, ref)
 
 
@@ -1157,15 +1160,15 @@ def test_G_on_the_bulk_of_a_tiny_rho_is_not_the_root_near_x_over_delta():
     above the spurious root's z' = delta = 100. Their z' relative to its terms (1/G^2 +
     s^2/(s - G)^2 + delta, with s^2/(s - G)^2 ~ 1e12 for G within 1e-12 of s) is below 1: the
     pair is chosen, not x/delta (1e10 times too large). Tolerance 1e-5: that rounding, 4 eps
-    1e4 / 1e-6 = 9e-6 relative (measured: 1.2e-6)."""
+    1e4 / 1e-6 = 9e-6 relative (measured: 1.2e-6). (rho below RHO_MIN: the internals, as above.)"""
     delta, rho = 100.0, 1e-12
-    a, b = aim.support_edges(delta, rho)[-1]
+    s = np.sqrt(rho)
+    a, b = rmt._edges_x(delta, s)[-1][:2]
     x = np.linspace(a, b, 401)
     ref = np.array([_mp_G_near_edge(v, delta, rho) for v in x])
-    G = np.asarray(aim.stieltjes(x, delta, rho))
+    G = np.asarray(rmt._G_real_axis(x - s, delta, s))
     assert np.all(np.abs(G - ref) <= 1e-5 * np.abs(ref)), (x, G, ref)
-    h = np.asarray(aim.hilbert_transform(x, delta, rho))
-    assert np.all(np.abs(h - ref.real) <= 1e-5 * np.abs(ref))
+    assert np.all(np.abs(G.real - ref.real) <= 1e-5 * np.abs(ref))
 
 
 def test_quadrature_panel_budget(monkeypatch):
@@ -1219,3 +1222,23 @@ def test_spectral_integral_of_a_thin_bump_above_1e_18_is_the_quadrature():
         want = _mp_power_integral(5e-12, 0.99, power)
         got = aim.spectral_integral(5e-12, 0.99, power=power)
         assert got == pytest.approx(want, rel=1e-10, abs=0), power
+
+
+@pytest.mark.parametrize("call", [
+    lambda r: aim.support_edges(1.0, r), lambda r: aim.stieltjes(1.0, 1.0, r),
+    lambda r: aim.spectral_density(1.0, 1.0, r), lambda r: aim.hilbert_transform(1.0, 1.0, r),
+    lambda r: aim.spectral_integral(1.0, r), lambda r: aim.mmse_denoising(1.0, r),
+    lambda r: aim.rie_eigenvalues(np.array([1.0]), 1.0, r)])
+def test_rho_outside_the_checked_range_is_refused(call):
+    """rho is refused outside [RHO_MIN, RHO_MAX] = [1e-6, 1e24], with the range in the message: below
+    ~1e-8 (and above ~1e26 at small delta) two roots of the edges' quartic, ~rho apart, fall below
+    np.roots' accuracy, and the spectrum came out wrong without a word (support_edges(1, 1e-15): one
+    interval instead of two; mmse_denoising(1, 1e-15) = 1 instead of 2e-15) or raised 'support edges
+    not found'. At the limits themselves every function answers."""
+    for bad in (1e-15, 0.99e-6, 1.01e24, 1e45):
+        with pytest.raises(ValueError, match=r"rho must (be in|have entries in) \[1e-06, 1e\+24\]"):
+            call(bad)
+    for ok in (rmt.RHO_MIN, rmt.RHO_MAX):
+        call(ok)
+    with pytest.raises(ValueError, match=r"rho must have entries in \[1e-06, 1e\+24\]"):
+        aim.mmse_denoising(np.array([1.0, 2.0]), np.array([0.5, 1e-7]))
