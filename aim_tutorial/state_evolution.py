@@ -298,7 +298,7 @@ def psi_denoising(q_hat, rho: float):
 
     Args:
         q_hat: ``>= 0``, scalar or array.
-        rho: width ratio ``> 0``.
+        rho: width ratio in ``[1e-6, 1e24]`` (:data:`aim_tutorial.rmt.RHO_MIN`, ``RHO_MAX``).
 
     Chapter 3, eqs. (rep-psi) and (rep-dpsi).
     """
@@ -625,7 +625,7 @@ def solve_state_evolution(alpha, rho: float, T: int = 2, *, channel="softmax", b
 
     Args:
         alpha: sample complexity ``>= 0``, finite, scalar or 1-d array.
-        rho: width ratio ``> 0`` (below ``1e-4`` the table of ``mmse_rho`` reaches ``Delta = 1e4/rho``,
+        rho: width ratio in ``[1e-6, 1e24]`` (below ``1e-4`` the table of ``mmse_rho`` reaches ``Delta = 1e4/rho``,
             interpolated in ``logit(m)``: about 0.5 % accurate there).
         T: tokens a sequence, ``>= 2`` (``2`` for hardmax).
         channel: a registered name (``"softmax"``, ``"linear"``, ``"hardmax"``, ``"relu"``,
@@ -879,7 +879,7 @@ def generic_state_evolution(key, alpha, rho: float, g: Callable, T: int = 2, *, 
     Args:
         key: ``jax.random`` key.
         alpha: sample complexity, scalar or 1-d array, ``>= 0``.
-        rho: width ratio ``> 0``.
+        rho: width ratio in ``[1e-6, 1e24]`` (:data:`aim_tutorial.rmt.RHO_MIN`, ``RHO_MAX``).
         g: output function, one ``(T, T)`` matrix to one ``(T, T)`` matrix (hashable: a
             module-level function or a ``functools.partial``).
         T: tokens a sequence, ``2 <= T <= 4``.
