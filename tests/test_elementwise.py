@@ -746,3 +746,27 @@ def test_error_on_the_outputs_of_a_steep_smooth_map_at_zero_overlap():
     Vp = 1 + rho
     ref = T * _arctan_variance(5.0, 2 * Vp) + T * (T - 1) * _arctan_variance(5.0, Vp)
     assert float(aim.label_space_error(0.0, rho, T=T, channel=ch)) == pytest.approx(ref, rel=5e-8)
+
+
+def test_sigmoid_channel_traced_in_beta_is_the_eager_one():
+    """The sigmoid channel under jax.jit in beta (its Structure is then built from a traced beta,
+    with jnp) gives the eager result: log Z_out and g_out on entries inside the sigmoid's range and
+    on censored ones (y = 0 below its flat, y = 1 above), and the same flat intervals
+    (-inf, lo) and (hi, inf). Measured: log Z_out equal to the last bit, g_out to 3e-15."""
+    from aim_tutorial.channels import sigmoid
+
+    T, beta = 3, 1.5
+    h = np.array(jax.random.normal(jax.random.key(3), (4, T, T))) * 2
+    h = (h + np.swapaxes(h, -1, -2)) / 2
+    y = np.array(jax.nn.sigmoid(beta * h - np.log(T)))
+    y[0], y[1] = 0.0, 1.0  # censored at either end
+    omega, V = 0.7 * h, 0.4
+    for fn in (aim.log_partition, aim.output_score):
+        eager = np.asarray(fn("sigmoid", y, omega, V, beta=beta))
+        traced = np.asarray(jax.jit(lambda b: fn("sigmoid", y, omega, V, beta=b))(beta))
+        assert np.all(np.isfinite(eager))
+        np.testing.assert_allclose(traced, eager, rtol=1e-13, atol=1e-13)
+    want = sigmoid._structure(T, beta)
+    got = jax.jit(lambda b: sigmoid._structure(T, b))(beta)
+    for field in ("flat_a", "flat_b", "piece_a", "piece_b"):
+        np.testing.assert_array_equal(np.asarray(getattr(got, field)), getattr(want, field))
