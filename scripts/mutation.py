@@ -186,20 +186,31 @@ def _mutate_and_test(src: str, operator: str, occ: int, command: str, tree: Path
                      timeout: float | None = None) -> dict:
     """One mutant, written, tested with ``command`` and undone by cosmic-ray: its JSON result
     (``test_outcome``, ``worker_outcome``, ``output``, ``diff``). Past ``timeout`` seconds the
-    whole process group is killed, the source put back from the pristine copy, and the outcome is
-    ``timeout`` (a mutant that makes a loop endless is killed)."""
+    test command is killed (coreutils' ``timeout``: cosmic-ray runs it in a session of its own,
+    which killing cosmic-ray's group does not reach, so a hung test run used to go on for as long
+    as the machine ran), and the outcome is ``timeout`` (a mutant that makes a loop endless is
+    killed); cosmic-ray itself, if it does not return 30 s later, is killed with its group and the
+    source put back from the pristine copy."""
+    outer = None
+    if timeout is not None:
+        command = f"timeout -s KILL {math.ceil(timeout)} {command}"
+        outer = timeout + 30.0
+    t0 = time.monotonic()
     proc = subprocess.Popen([_bin("cosmic-ray"), "mutate-and-test", src, operator, str(occ), command],
                             cwd=tree, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     try:
-        out, _ = proc.communicate(timeout=timeout)
+        out, _ = proc.communicate(timeout=outer)
+        res = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
+        if timeout is not None and str(res.get("test_outcome")).lower() == "killed" and time.monotonic() - t0 >= timeout:
+            res.update(worker_outcome="timeout", test_outcome=None, output=f"over {timeout:.0f} s")
+        return res
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, 9)
         proc.communicate()
         shutil.copy(tree / ".pristine" / src, tree / src)
         return {"worker_outcome": "timeout", "test_outcome": None, "output": f"over {timeout:.0f} s",
                 "diff": _raw_diff(src, operator, occ, tree)}
-    return json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
 
 
 def _baseline_seconds(tree: Path, tests) -> float:

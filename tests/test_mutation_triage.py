@@ -171,3 +171,26 @@ def test_each_equivalent_says_its_kind_and_why():
     for e in TRIAGE["equivalent"]:
         assert e.get("kind", "exact") in ("exact", "numerical"), e
         assert len(e["reason"]) > 15 and e["old"] != e["new"], e
+
+
+def test_a_hung_test_run_is_stopped_at_the_timeout_and_leaves_no_process(tmp_path):
+    """A mutant whose tests hang is a timeout, and its test run is killed then: cosmic-ray runs the
+    test command in a session of its own, which killing cosmic-ray's group missed, and two hung
+    runs once went on for half an hour beside the next mutants."""
+    import subprocess
+    import time
+    import uuid
+
+    (tmp_path / ".pristine").mkdir()
+    for where in (tmp_path, tmp_path / ".pristine"):
+        (where / "mod.py").write_text("x = 1 + 2\n")
+    tag = uuid.uuid4().hex
+    t0 = time.monotonic()
+    out = mutation._mutate_and_test("mod.py", "core/NumberReplacer", 0,
+                                    f"python -c 'import time; time.sleep(120)  # {tag}'", tmp_path, timeout=3.0)
+    assert out["worker_outcome"] == "timeout" and out["test_outcome"] is None
+    assert time.monotonic() - t0 < 60
+    time.sleep(0.5)
+    left = subprocess.run(["pgrep", "-f", tag], capture_output=True, text=True).stdout.split()
+    assert left == [], left
+    assert (tmp_path / "mod.py").read_text() == "x = 1 + 2\n"  # the source is put back
