@@ -35,6 +35,15 @@ sys.path.insert(0, os.path.dirname(HERE))  # the package of this checkout
 FIGURES = {"amp-se": "softmax", "amp-hardmax": "hardmax"}
 
 
+def _gpu_runs(data, alpha: float, seeds: int) -> tuple:
+    """The GAMP-RIE errors and iteration counts of a figure's file at ``alpha``, seed by seed."""
+    import numpy as np
+
+    kind, al, seed = data.column("kind"), data.column("alpha"), data.column("seed")
+    rows = [(kind == 1) & np.isclose(al, alpha) & (seed == s) for s in range(seeds)]
+    return ([float(data.column("mmse")[r][0]) for r in rows], [int(data.column("n_iter")[r][0]) for r in rows])
+
+
 def compare(fig: str, folder: str) -> dict:
     import numpy as np
 
@@ -42,19 +51,16 @@ def compare(fig: str, folder: str) -> dict:
 
     data = reproduce.read_data(os.path.join(folder, f"{fig}.csv"))
     p, channel = data.params, FIGURES[fig]
-    kind, alpha, seed = data.column("kind"), data.column("alpha"), data.column("seed")
-    gpu, gpu_iter = data.column("mmse"), data.column("n_iter")
     points = []
     for i, a in enumerate(p["alphas"]):
         t0 = time.perf_counter()
         keys = [reproduce._key(p["seed"], i, s) for s in range(p["seeds"])]
         runs = reproduce.amp_runs(keys, p["d"], p["rho"], a, p["T"], channel=channel, max_iter=p["max_iter"],
                                   batch=False, dtype="float64", **reproduce._amp_options(channel))
-        rows = [(kind == 1) & np.isclose(alpha, a) & (seed == s) for s in range(p["seeds"])]
-        e_gpu = [float(gpu[r][0]) for r in rows]
+        e_gpu, it_gpu = _gpu_runs(data, a, p["seeds"])
         e_cpu = [r["error"] for r in runs]
         points.append(dict(alpha=a, error_gpu_float32=e_gpu, error_cpu_float64=e_cpu,
-                           n_iter_gpu=[int(gpu_iter[r][0]) for r in rows], n_iter_cpu=[r["n_iter"] for r in runs],
+                           n_iter_gpu=it_gpu, n_iter_cpu=[r["n_iter"] for r in runs],
                            status_cpu=[r["status"] for r in runs],
                            max_abs_diff=float(np.max(np.abs(np.subtract(e_gpu, e_cpu)))),
                            seed_spread=float(np.std(e_cpu, ddof=1)), cpu_s=time.perf_counter() - t0))
@@ -79,14 +85,11 @@ def compare_stored(fig: str, folder: str, stored: dict) -> dict:
     for k in ("d", "rho", "T", "seeds", "max_iter"):
         if p[k] != ref[k]:
             raise ValueError(f"{fig}: {k} = {p[k]} in {folder}, {ref[k]} in the stored float64 runs")
-    kind, alpha, seed = data.column("kind"), data.column("alpha"), data.column("seed")
-    gpu, gpu_iter = data.column("mmse"), data.column("n_iter")
     points = []
     for q in ref["points"]:
-        rows = [(kind == 1) & np.isclose(alpha, q["alpha"]) & (seed == s) for s in range(p["seeds"])]
-        e_gpu = [float(gpu[r][0]) for r in rows]
+        e_gpu, it_gpu = _gpu_runs(data, q["alpha"], p["seeds"])
         points.append(dict(alpha=q["alpha"], error_gpu_float32=e_gpu, error_cpu_float64=q["error_cpu_float64"],
-                           n_iter_gpu=[int(gpu_iter[r][0]) for r in rows], n_iter_cpu=q["n_iter_cpu"],
+                           n_iter_gpu=it_gpu, n_iter_cpu=q["n_iter_cpu"],
                            max_abs_diff=float(np.max(np.abs(np.subtract(e_gpu, q["error_cpu_float64"])))),
                            seed_spread=q["seed_spread"]))
         print(f"  {fig} alpha = {q['alpha']}: max |float32 (GPU) - float64 (CPU)| = "
