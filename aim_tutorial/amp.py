@@ -230,31 +230,86 @@ def _is_concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
+BLOCK_BYTES = 4 * 2**20  # the tokens of one block of samples, on a CPU
+UNBLOCKED_BYTES = 32 * 2**20  # all samples at once up to these tokens: glibc's largest mmap threshold
+
+
+def _block_rows(X) -> int:
+    """How many samples of ``X`` ``(n, T, d)`` the ``O(n T d^2)`` products take at a time.
+
+    On a CPU, when the tokens take more than :data:`UNBLOCKED_BYTES`, blocks of about
+    :data:`BLOCK_BYTES` of tokens. One product over all ``n`` samples writes ``(n, T, d)``
+    temporaries (133 MB each at ``d = 400``, ``n = 20800``, ``T = 2``). The C library maps
+    blocks this large afresh at every call, and the kernel zero-fills them: 0.13 s of system
+    time per iteration. They also do not stay in cache. In blocks of 4 MB an iteration took
+    0.24 s instead of 0.30 s at ``d = 400``, and 78 ms instead of 117 ms at ``d = 300``. Below
+    32 MB (``d = 200``, ``T = 2``, ``alpha = 0.13``: 17 MB) the times were the same within
+    their spread, and the sums keep their order. On a GPU or TPU all samples are done at once
+    (``n``): its allocator keeps its buffers, and small blocks would leave it idle.
+    """
+    n, T, d = X.shape
+    itemsize = jnp.dtype(X.dtype).itemsize
+    if jax.default_backend() != "cpu" or n * T * d * itemsize <= UNBLOCKED_BYTES:
+        return n
+    return max(1, BLOCK_BYTES // (T * d * itemsize))
+
+
 @jax.jit
 @algorithm_products
 def _quadratic_forms(X, S):
     """``F[n, a, b] = x_a^T S x_b`` for tokens ``X`` ``(n, T, d)`` and a symmetric ``S``: one
-    ``(n T, d) x (d, d)`` product, then the ``T^2`` dot products of each sample.
+    ``(n T, d) x (d, d)`` product, then the ``T^2`` dot products of each sample, in blocks of
+    samples on a CPU when ``X`` is large (:func:`_block_rows`).
 
     A jitted function of its own, called before the rest of the half step: XLA on a CPU (jax
-    0.10.2) fuses the matrix product with this sum (no ``(n, T, d)`` intermediate written out,
-    142 ms at ``n = 20800``, ``T = 2``, ``d = 400``), but in one program with the elementwise
-    operations that follow it fuses those too, and the same product took 230 ms. The sum is a
+    0.10.2) gave the product 142 ms at ``n = 20800``, ``T = 2``, ``d = 400`` in a program of
+    its own, but in one program with the elementwise operations that follow it fuses those
+    too, and the same product took 230 ms (in blocks it now takes 70 ms). The sum is a
     broadcast product, not ``einsum("nad,nbd->nab")``, which XLA runs as ``n`` tiny products
     one at a time (185 ms against 10 for the sum). Benchmark: ``benchmarks/gamp_targets.py``.
     """
     n, T, d = X.shape
-    XS = (X.reshape(n * T, d) @ S).reshape(n, T, d)
-    return jnp.sum(XS[:, :, None, :] * X[:, None, :, :], axis=-1)
+
+    def forms(x):
+        k = x.shape[0]
+        XS = (x.reshape(k * T, d) @ S).reshape(k, T, d)
+        return jnp.sum(XS[:, :, None, :] * x[:, None, :, :], axis=-1)
+
+    m = _block_rows(X)
+    if m >= n:
+        return forms(X)
+    C = n // m
+
+    def block(i, F):  # slices of X in the loop: a reshape of X[:C m] would copy it
+        return jax.lax.dynamic_update_slice_in_dim(F, forms(jax.lax.dynamic_slice_in_dim(X, i * m, m)), i * m, 0)
+
+    F = jax.lax.fori_loop(0, C, block, jnp.zeros((n, T, T), X.dtype))
+    return F if C * m == n else F.at[C * m:].set(forms(X[C * m:]))
 
 
 def _prior_input(X, Gamma):
     """:func:`prior_input` without the checks (inside the jitted iteration)."""
     n, T, d = X.shape
-    # Gamma_mu X_mu as T^2 scaled rows, not as an einsum or a broadcast of X (see _pair_products):
-    # XLA shares a broadcast of X between this and omega and writes it out (266 MB at d = 400)
-    GX = jnp.stack([sum(Gamma[:, a, b, None] * X[:, b] for b in range(T)) for a in range(T)], axis=1)
-    B = GX.reshape(n * T, d).T @ X.reshape(n * T, d)
+
+    def part(x, g):
+        # Gamma_mu X_mu as T^2 scaled rows, not as an einsum or a broadcast of X: XLA shares a
+        # broadcast of X between this and omega and writes it out (266 MB at d = 400)
+        k = x.shape[0]
+        GX = jnp.stack([sum(g[:, a, b, None] * x[:, b] for b in range(T)) for a in range(T)], axis=1)
+        return GX.reshape(k * T, d).T @ x.reshape(k * T, d)
+
+    m = _block_rows(X)
+    if m >= n:
+        B = part(X, Gamma)
+    else:
+        C = n // m
+
+        def block(i, acc):
+            return acc + part(jax.lax.dynamic_slice_in_dim(X, i * m, m), jax.lax.dynamic_slice_in_dim(Gamma, i * m, m))
+
+        B = jax.lax.fori_loop(0, C, block, jnp.zeros((d, d), X.dtype))
+        if C * m < n:
+            B = B + part(X[C * m:], Gamma[C * m:])
     B = (B + B.T) / 2
     return B - jnp.sum(jnp.trace(Gamma, axis1=-2, axis2=-1)) * jnp.eye(d, dtype=X.dtype)
 

@@ -45,6 +45,32 @@ def test_quadratic_forms_equal_the_einsum(key):
     np.testing.assert_allclose(F, jnp.einsum("nad,de,nbe->nab", X, S, X), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("n", [24, 25])  # blocks of 4 samples: 6 of them, or 6 and a remainder of 1
+def test_blocked_products_equal_the_whole(key, monkeypatch, n):
+    """On a CPU, tokens over UNBLOCKED_BYTES go through the O(n T d^2) products in blocks of
+    BLOCK_BYTES (the temporaries of one product over all samples are mapped afresh each call):
+    the quadratic forms and the prior input are those of all samples at once, to rounding."""
+    T, d = 3, 10
+    kx, kg, ks = jax.random.split(key, 3)
+    X = jax.random.normal(kx, (n, T, d))
+    G = jax.random.normal(kg, (n, T, T))
+    S = jax.random.normal(ks, (d, d))
+    S = (S + S.T) / 2
+    def both():  # traced anew each time (a new function), with the module's thresholds of that moment
+        return (jax.jit(lambda X, S: amp._quadratic_forms.__wrapped__(X, S))(X, S),
+                jax.jit(lambda X, G: amp._prior_input(X, G))(X, G))
+
+    whole_F, whole_B = both()
+    monkeypatch.setattr(amp, "UNBLOCKED_BYTES", X.nbytes - 1)
+    monkeypatch.setattr(amp, "BLOCK_BYTES", 4 * T * d * 8)
+    assert amp._block_rows(X) == (4 if jax.default_backend() == "cpu" else n)
+    F, B = both()
+    np.testing.assert_allclose(F, whole_F, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(B, whole_B, rtol=1e-13, atol=1e-13)
+    monkeypatch.setattr(amp, "UNBLOCKED_BYTES", X.nbytes)  # up to the threshold: all at once
+    assert amp._block_rows(X) == n
+
+
 def test_float32_iteration_matches_float64(key):
     """gamp_rie(dtype="float32") iterates in float32 (the estimate, the data) and ends where
     float64 does: same status and iterations, errors within 1e-5 (benchmarks/precision.py --gamp
