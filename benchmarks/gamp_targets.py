@@ -73,7 +73,22 @@ def batch(d, alpha, T, channel, B=8, repeats=3):
         out[name] = dict(cold=times[0], warm=statistics.median(times[1:]), iters=[int(r.n_iter) for r in res],
                          errors=[float(r.error) for r in res], status=[r.status.split(":")[0] for r in res])
     same = all(a == b for a, b in zip(out["sequential"]["iters"], out["batch"]["iters"]))
+    # the jitted half step of one instance alone (the score and the O(n T d^2) products): the part
+    # of a sequential iteration that a batch cannot save on a device whose arithmetic it fills
+    from aim_tutorial.amp import gamp_rie_start, one_blas_thread
+
+    problem, state = gamp_rie_start(insts[0].X, insts[0].y, 0.5, channel=channel, S_true=insts[0].S,
+                                    key=insts[0].key)
+    args = (problem.X, problem.y, state.S_hat, state.c, state.Gamma, state.omega, state.V, 0.5, problem.alpha)
+    half = []
+    with one_blas_thread():
+        for _ in range(21):
+            t0 = time.perf_counter()
+            jax.block_until_ready(problem.half_step(*args))
+            half.append(time.perf_counter() - t0)
+    seq_iter = out["sequential"]["warm"] / sum(out["sequential"]["iters"])
     return dict(cold=out["batch"]["cold"], warm=out["batch"]["warm"], seq_cold=out["sequential"]["cold"],
+                half_step=statistics.median(half[1:]), seq_per_iteration=seq_iter,
                 seq_warm=out["sequential"]["warm"], speedup=out["sequential"]["warm"] / out["batch"]["warm"],
                 iters=sum(out["batch"]["iters"]), status=f"{B} instances, same iterations: {same}",
                 max_error_diff=max(abs(a - b) for a, b in zip(out["sequential"]["errors"], out["batch"]["errors"])))

@@ -94,8 +94,6 @@ def _log_phi2(k1, k2, c, n_nodes: int = 64):
     # interior: [m0 - half, min(k1, m0 + half)]
     a = m0[..., None] - half
     b = jnp.minimum(k1[..., None], m0[..., None] + half)
-    xi = a + (b - a) * _GL_X
-    log_int = jnp.log((b - a) * _GL_W) + L(xi)
     # boundary: x = k1 - t, t = eps (exp(kap v) - 1), v in [0, 1]
     g = jnp.maximum(dL(k1)[0], 0.0)[..., None]
     tmax = (-g + jnp.sqrt(g * g + 2 * kmin * _CUT)) / kmin
@@ -103,9 +101,13 @@ def _log_phi2(k1, k2, c, n_nodes: int = 64):
     kap = jnp.log1p(tmax / eps)
     ev = jnp.exp(kap * _GL_X)
     t = eps * (ev - 1)
-    log_bnd = jnp.log(eps * kap * ev * _GL_W) + L(k1[..., None] - t)
     interior = (m0 <= k1)[..., None]
-    return logsumexp(jnp.where(interior, log_int, log_bnd), axis=-1)
+    # the nodes and weights of the rule that applies, then the integrand once: log_ndtr at n_nodes
+    # points, not at both rules' 2 n_nodes (the same values; the hardmax half step at d = 80,
+    # alpha = 1 went from 50 to 38 ms)
+    x = jnp.where(interior, a + (b - a) * _GL_X, k1[..., None] - t)
+    log_w = jnp.where(interior, jnp.log((b - a) * _GL_W), jnp.log(eps * kap * ev * _GL_W))
+    return logsumexp(log_w + L(x), axis=-1)
 
 
 @_log_phi2.defjvp
