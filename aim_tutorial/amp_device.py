@@ -63,8 +63,16 @@ def _host_denoise(lam, delta, rho, outside):
 
 
 @functools.lru_cache(maxsize=32)
-def _program(half_step, options: _amp.GampRieOptions, rho: float, has_truth: bool):
-    """The jitted loop over a batch for one channel setting and one set of options."""
+def _program(half_step, options: _amp.GampRieOptions, rho: float, has_truth: bool, one_at_a_time: bool = False):
+    """The jitted loop over a batch for one channel setting and one set of options.
+
+    ``one_at_a_time``: the output half step of the instances one after another (``lax.map``), not
+    under ``vmap``. For several host devices that share a CPU's threads: under ``vmap`` the
+    eigendecompositions are one batched LAPACK call, which splits the batch over the shared
+    thread pool and waits for its parts inside a pool thread; with every pool thread of every
+    device waiting so, none was left to run the parts, and the program hung (jax 0.10.2, four
+    forced host devices on 2 cores, two instances per device, ``d >= 36``).
+    """
     o = options
     max_residual = 100.0 * (1.0 + rho) ** 2
     stall = o.stall_patience
@@ -94,8 +102,12 @@ def _program(half_step, options: _amp.GampRieOptions, rho: float, has_truth: boo
         active = st["code"] == _RUNNING
         it = st["it"] + 1
         damp = jnp.where(st["it"] == 0, 0.0, st["damping"]).astype(X.dtype)
-        omega, V, Gamma, q_hat, lam, O, ratio = jax.vmap(output_half, in_axes=(0, 0, 0, 0, 0, 0, 0, 0, None))(
-            X, y, st["S_hat"], st["c"], st["Gamma"], st["omega"], st["V"], damp, alpha)
+        batched = (X, y, st["S_hat"], st["c"], st["Gamma"], st["omega"], st["V"], damp)
+        if one_at_a_time:
+            omega, V, Gamma, q_hat, lam, O, ratio = jax.lax.map(lambda a: output_half(*a, alpha), batched)
+        else:
+            omega, V, Gamma, q_hat, lam, O, ratio = jax.vmap(
+                output_half, in_axes=(0, 0, 0, 0, 0, 0, 0, 0, None))(*batched, alpha)
         q_hat, ratio = q_hat.astype(jnp.float64), ratio.astype(jnp.float64)
         ok_q = jnp.isfinite(q_hat) & (q_hat > 0)
         ok_R = jnp.all(jnp.isfinite(lam), axis=-1)
@@ -248,9 +260,9 @@ def gamp_rie_batch(X, y, rho: float, *, channel: str = "softmax", beta: float = 
             :func:`jax.distributed.initialize`; on a CPU the first device only, since host
             devices forced with ``XLA_FLAGS`` share the same cores). The batch is padded to a
             multiple of their number (copies whose results are dropped); each device runs its own
-            loop over its instances (``shard_map``); one device gives the same numbers. On four
-            forced host devices (jax 0.10.2, 2 cores) the program ran at ``d <= 32`` and hung at
-            ``d = 40``: pass several CPU devices only to test the split at small sizes.
+            loop over its instances (``shard_map``); one device gives the same numbers. On several
+            CPU devices (forced host devices) each device's output half steps run one instance
+            after another (see ``_program``: batched, they hung at ``d >= 36``).
 
     Returns:
         a list of ``B`` :class:`~aim_tutorial.amp.GampRieResult`, in the order of the instances.
@@ -296,7 +308,13 @@ def gamp_rie_batch(X, y, rho: float, *, channel: str = "softmax", beta: float = 
     problems = [p for p, _ in starts]
     p0 = problems[0]
     o = p0.options
-    loop = _program(p0.half_step, o, p0.rho, p0.has_truth)
+    if devices is None:
+        devices = jax.devices()[:1] if jax.default_backend() == "cpu" else jax.devices()
+    devices = list(devices)
+    if not devices or not all(isinstance(dv, jax.Device) for dv in devices):
+        raise _checks.ArgumentTypeError(f"devices must be a non-empty sequence of JAX devices, got {devices!r}")
+    shared_cpu = len(devices) > 1 and all(dv.platform == "cpu" for dv in devices)
+    loop = _program(p0.half_step, o, p0.rho, p0.has_truth, one_at_a_time=shared_cpu)
     dt = p0.X.dtype
     n, T, d = p0.X.shape
     st = dict(
@@ -313,11 +331,6 @@ def gamp_rie_batch(X, y, rho: float, *, channel: str = "softmax", beta: float = 
     yb = jnp.stack([p.y for p in problems])
     S_ref = jnp.stack([p.S_ref for p in problems])
     alpha = jnp.asarray(p0.alpha, dt)
-    if devices is None:
-        devices = jax.devices()[:1] if jax.default_backend() == "cpu" else jax.devices()
-    devices = list(devices)
-    if not devices or not all(isinstance(dv, jax.Device) for dv in devices):
-        raise _checks.ArgumentTypeError(f"devices must be a non-empty sequence of JAX devices, got {devices!r}")
     with _amp.one_blas_thread():  # the eigendecompositions run on LAPACK: see one_blas_thread
         out = _run_compacting(_runner(loop, tuple(devices)), st, Xb, yb, S_ref, alpha, devices)
     policy = _amp.GampRieStopPolicy.from_options(o, p0.rho)

@@ -10,7 +10,8 @@ float32) it gives the floating-point operations (XLA's cost analysis of the comp
 program), their rate, and the rate of a matrix product of the same shape and dtype measured
 in the same run: how far each is from the machine's limit. Gradient descent also runs with
 its students on one device and spread over ``--devices`` host devices forced with
-``XLA_FLAGS`` (a fresh process).
+``XLA_FLAGS`` (a fresh process), and so do eight GAMP-RIE instances (``gamp_rie_batch``;
+``--only-amp-devices`` runs that part alone and adds it to an existing ``results.json``).
 
 Writes ``benchmarks/results.json`` (every number, with the machine, the versions,
 the load average before and after), ``benchmarks/results.md`` (the tables) and
@@ -381,6 +382,48 @@ def bench_gd_devices(d, n_init, steps, repeats, count=4):
     return row
 
 
+def amp_devices_point(d, B, repeats):
+    """``B`` GAMP-RIE instances (softmax, ``T = 2``, ``alpha = 0.3``) as one program
+    (``gamp_rie_batch``) on one device and split over every visible device, warm and cold, with
+    the largest difference of their errors (run in a process with forced host devices by
+    :func:`bench_amp_devices`)."""
+    import jax
+    import numpy as np
+
+    import aim_tutorial as aim
+    from aim_tutorial.amp_device import gamp_rie_batch
+
+    insts = [aim.make_instance(jax.random.key(s), d, 0.5, 0.3, 2) for s in range(B)]
+    X, y, S = (np.stack([getattr(i, f) for i in insts]) for f in ("X", "y", "S"))
+    keys = [i.key for i in insts]
+    out = dict(d=d, n=int(X.shape[1]), instances=B, devices=len(jax.devices()))
+    errors = {}
+    for name, devices in (("one", jax.devices()[:1]), ("all", jax.devices())):
+        res = []
+
+        def fit(devices=devices):
+            res[:] = gamp_rie_batch(X, y, 0.5, S_true=S, keys=keys, devices=devices)
+            return res[-1].S_hat
+
+        cold, warm, _ = _timed(fit, repeats)
+        out[f"{name}_warm_s"], out[f"{name}_cold_s"] = warm, cold
+        errors[name] = [r.error for r in res]
+        out[f"{name}_iters"] = [r.n_iter for r in res]
+    out["max_error_diff"] = max(abs(a - b) for a, b in zip(errors["one"], errors["all"]))
+    return out
+
+
+def bench_amp_devices(d, B, repeats, count=4):
+    """GAMP-RIE instances on 1 and on ``count`` forced host devices (``XLA_FLAGS``), in a fresh process."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--_amp-devices-point", str(d), str(B), str(repeats)]
+    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={count}")
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env, timeout=1800)
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    print(f"  GAMP-RIE, {B} instances at d = {d} on {row['devices']} host devices: {row['all_warm_s']:.2f} s, "
+          f"on one: {row['one_warm_s']:.2f} s (errors within {row['max_error_diff']:.1e})", flush=True)
+    return row
+
+
 # --------------------------------------------------------------------------- outputs
 
 
@@ -486,6 +529,16 @@ def write_markdown(res, path):
               "| devices | warm (s) | cold (s) |", "|---|---|---|",
               f"| 1 | {dv['one_warm_s']:.2f} | {dv['one_cold_s']:.2f} |",
               f"| {dv['devices']} | {dv['all_warm_s']:.2f} | {dv['all_cold_s']:.2f} |"]
+    av = res.get("amp_devices")
+    if av:
+        L += ["", f"## GAMP-RIE instances over {av['devices']} devices", "",
+              f"{av['instances']} instances (softmax, T = 2, alpha = 0.3, d = {av['d']}) as one program "
+              f"(`gamp_rie_batch`) on one device and split over {av['devices']} forced host devices "
+              f"({av['instances'] // av['devices']} a device; on a CPU they share its cores). The errors "
+              f"agree within {av['max_error_diff']:.1e}.", "",
+              "| devices | warm (s) | cold (s) |", "|---|---|---|",
+              f"| 1 | {av['one_warm_s']:.2f} | {av['one_cold_s']:.2f} |",
+              f"| {av['devices']} | {av['all_warm_s']:.2f} | {av['all_cold_s']:.2f} |"]
     with open(path, "w") as f:
         f.write("\n".join(L) + "\n")
 
@@ -535,6 +588,9 @@ def main(argv=None):
     p.add_argument("--devices", type=int, default=4, help="forced host devices of the GD device benchmark")
     p.add_argument("--_amp-point", nargs=5, help=argparse.SUPPRESS)
     p.add_argument("--_gd-devices-point", nargs=4, help=argparse.SUPPRESS)
+    p.add_argument("--_amp-devices-point", nargs=3, help=argparse.SUPPRESS)
+    p.add_argument("--only-amp-devices", action="store_true",
+                   help="run only the GAMP-RIE devices benchmark and add it to the existing results.json")
     a = p.parse_args(argv)
     if a._amp_point:
         d, alpha, iters, repeats, dtype = a._amp_point
@@ -543,6 +599,21 @@ def main(argv=None):
     if a._gd_devices_point:
         d, n_init, steps, repeats = map(int, a._gd_devices_point)
         print(json.dumps(gd_devices_point(d, n_init, steps, repeats)))
+        return
+    if a._amp_devices_point:
+        d, B, repeats = map(int, a._amp_devices_point)
+        print(json.dumps(amp_devices_point(d, B, repeats)))
+        return
+    if a.only_amp_devices:
+        path = os.path.join(a.out, "results.json")
+        with open(path) as f:
+            res = json.load(f)
+        res["amp_devices"] = bench_amp_devices(80, 8, a.repeats, a.devices)
+        res["amp_devices"]["command"] = "python benchmarks/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
+        with open(path, "w") as f:
+            json.dump(res, f, indent=1)
+        write_markdown(res, os.path.join(a.out, "results.md"))
+        print(f"added the GAMP-RIE devices benchmark to {path}")
         return
     if a.quick:
         a.repeats, a.amp_d, a.amp_iters, a.gd_d, a.gd_n_init, a.gd_steps = 1, [20, 30], 3, [20], 2, 20
@@ -564,6 +635,8 @@ def main(argv=None):
     res["gd_target"] = bench_gd_target(a.quick)
     print(f"gradient descent on {a.devices} forced host devices ...", flush=True)
     res["gd_devices"] = bench_gd_devices(min(a.gd_d[-1], 100), a.gd_n_init, a.gd_steps, a.repeats, a.devices)
+    print(f"GAMP-RIE instances on {a.devices} forced host devices ...", flush=True)
+    res["amp_devices"] = bench_amp_devices(40 if a.quick else 80, 8, a.repeats, a.devices)
     res["loadavg_end"] = list(os.getloadavg())
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "results.json"), "w") as f:

@@ -89,3 +89,38 @@ def test_students_on_four_devices_give_the_numbers_of_one():
     # GAMP-RIE instances split over the devices: the same iterations, statuses and numbers
     assert out["gamp_iters"][0] == out["gamp_iters"][1] and all(out["gamp_status"]), out
     assert out["gamp_diff"] <= 1e-12, out
+
+
+TWO_PER_DEVICE = r"""
+import json
+import jax, numpy as np
+import aim_tutorial as aim
+from aim_tutorial.amp import GampRieOptions
+from aim_tutorial.amp_device import gamp_rie_batch
+
+assert len(jax.devices()) == 4, jax.devices()
+insts = [aim.make_instance(jax.random.key(s), 40, 0.5, 0.3, 2) for s in range(8)]
+X, y, S = (np.stack([getattr(i, f) for i in insts]) for f in ("X", "y", "S"))
+opts = GampRieOptions(init="mean", max_iter=25)
+four = gamp_rie_batch(X, y, 0.5, S_true=S, options=opts, devices=jax.devices())
+one = gamp_rie_batch(X, y, 0.5, S_true=S, options=opts, devices=jax.devices()[:1])
+print("RESULT" + json.dumps(dict(
+    iters=[[r.n_iter for r in one], [r.n_iter for r in four]],
+    diff=max(float(np.max(np.abs(np.asarray(a.S_hat) - np.asarray(b.S_hat)))) for a, b in zip(one, four)))))
+"""
+
+
+@pytest.mark.slow
+def test_two_instances_per_forced_host_device_do_not_hang():
+    """Eight instances at d = 40 over four host devices forced on the CPU's shared threads: under
+    vmap the eigendecompositions were one batched LAPACK call that waited for its parts inside the
+    shared thread pool, and the program hung (jax 0.10.2, from d = 36); gamp_rie_batch now runs the
+    output half step of a device's instances one after another there. The same numbers as one
+    device, within a time limit far above the 15 s it takes."""
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
+    done = subprocess.run([sys.executable, "-c", TWO_PER_DEVICE], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.split("RESULT", 1)[1])
+    assert out["iters"][0] == out["iters"][1], out
+    assert out["diff"] <= 1e-12, out
