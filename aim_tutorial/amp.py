@@ -40,9 +40,11 @@ passing*, ISIT 2011; Maillard, Troiani, Martin, Krzakala, Zdeborova, arXiv
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import math
+import threading
 from typing import NamedTuple, Optional
 
 import jax
@@ -234,6 +236,20 @@ BLOCK_BYTES = 4 * 2**20  # the tokens of one block of samples, on a CPU
 UNBLOCKED_BYTES = 32 * 2**20  # all samples at once up to these tokens: glibc's largest mmap threshold
 
 
+_UNBLOCKED = threading.local()  # .on: trace without blocks (for XLA's count of operations)
+
+
+@contextlib.contextmanager
+def _unblocked():
+    """Programs traced in this context take all samples at once. XLA's cost analysis counts the
+    body of a loop once, not once per block, so the count of operations comes from these."""
+    _UNBLOCKED.on = True
+    try:
+        yield
+    finally:
+        _UNBLOCKED.on = False
+
+
 def _block_rows(X) -> int:
     """How many samples of ``X`` ``(n, T, d)`` the ``O(n T d^2)`` products take at a time.
 
@@ -249,7 +265,7 @@ def _block_rows(X) -> int:
     """
     n, T, d = X.shape
     itemsize = jnp.dtype(X.dtype).itemsize
-    if jax.default_backend() != "cpu" or n * T * d * itemsize <= UNBLOCKED_BYTES:
+    if jax.default_backend() != "cpu" or n * T * d * itemsize <= UNBLOCKED_BYTES or getattr(_UNBLOCKED, "on", False):
         return n
     return max(1, BLOCK_BYTES // (T * d * itemsize))
 
@@ -360,7 +376,7 @@ def _make_half_step(channel, beta: float, noise: float, score: str, q_hat_from: 
         lam, O = jnp.linalg.eigh(R)
         return omega, V, Gamma, q_hat, lam, O, ratio
 
-    return _HalfStep(jax.jit(algorithm_products(rest)))
+    return _HalfStep(algorithm_products(rest))
 
 
 class _HalfStep:
@@ -369,19 +385,27 @@ class _HalfStep:
     programs (see :func:`_quadratic_forms` for why). ``step(X, y, S_hat, c, Gamma_old, omega_old,
     V_old, damping, alpha)`` returns ``(omega, V, Gamma, q_hat, lam, O, ratio)``."""
 
-    def __init__(self, rest):
-        self.rest = rest
+    def __init__(self, rest_fn):
+        self._rest_fn = rest_fn  # the Python function, for programs traced anew (flops)
+        self.rest = jax.jit(rest_fn)
 
     def __call__(self, X, y, S_hat, *args):
         return self.rest(_quadratic_forms(X, S_hat), X, y, S_hat, *args)
 
-    def _compiled(self, X, y, S_hat, *args):
+    def _compiled(self, X, y, S_hat, *args, fresh: bool = False):
         forms = jax.eval_shape(_quadratic_forms, X, S_hat)
-        return [_quadratic_forms.lower(X, S_hat).compile(), self.rest.lower(forms, X, y, S_hat, *args).compile()]
+        if not fresh:
+            return [_quadratic_forms.lower(X, S_hat).compile(), self.rest.lower(forms, X, y, S_hat, *args).compile()]
+        # new functions, so that JAX traces them again (its trace cache is per function)
+        quad, rest = _quadratic_forms.__wrapped__, self._rest_fn
+        return [jax.jit(lambda *a: quad(*a)).lower(X, S_hat).compile(),
+                jax.jit(lambda *a: rest(*a)).lower(forms, X, y, S_hat, *args).compile()]
 
     def flops(self, X, y, S_hat, *args) -> float:
-        """XLA's count of the floating-point operations of one call (its cost analysis)."""
-        return float(sum(compiled_flops(c) for c in self._compiled(X, y, S_hat, *args)))
+        """XLA's count of the floating-point operations of one call (its cost analysis), of the
+        programs over all samples at once: the count of a program in blocks has its loop's body once."""
+        with _unblocked():
+            return float(sum(compiled_flops(c) for c in self._compiled(X, y, S_hat, *args, fresh=True)))
 
     def temp_bytes(self, X, y, S_hat, *args) -> Optional[int]:
         """The temporaries of one call, in bytes: the larger of the two programs' (XLA's memory
