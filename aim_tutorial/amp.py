@@ -233,7 +233,7 @@ def _is_concrete(x) -> bool:
 
 
 BLOCK_BYTES = 4 * 2**20  # the tokens of one block of samples, on a CPU
-UNBLOCKED_BYTES = 32 * 2**20  # all samples at once up to these tokens: glibc's largest mmap threshold
+UNBLOCKED_BYTES = 16 * 2**20  # all samples at once up to these tokens
 
 
 _UNBLOCKED = threading.local()  # .on: trace without blocks (for XLA's count of operations)
@@ -258,10 +258,13 @@ def _block_rows(X) -> int:
     temporaries (133 MB each at ``d = 400``, ``n = 20800``, ``T = 2``). The C library maps
     blocks this large afresh at every call, and the kernel zero-fills them: 0.13 s of system
     time per iteration. They also do not stay in cache. In blocks of 4 MB an iteration took
-    0.24 s instead of 0.30 s at ``d = 400``, and 78 ms instead of 117 ms at ``d = 300``. Below
-    32 MB (``d = 200``, ``T = 2``, ``alpha = 0.13``: 17 MB) the times were the same within
-    their spread, and the sums keep their order. On a GPU or TPU all samples are done at once
-    (``n``): its allocator keeps its buffers, and small blocks would leave it idle.
+    0.23 s instead of 0.30 s at ``d = 400``, 78 ms instead of 117 ms at ``d = 300``, and 49 ms
+    instead of 88 ms at ``d = 300`` in float32 (28 MB of tokens: the C library's threshold for
+    mapping moves with the sizes freed, up to 32 MB, and mapped blocks of this size still came
+    and went). At ``d = 200`` (``alpha = 0.13``, 17 MB in float64, 8 MB in float32) the times
+    with and without blocks were the same within their spread; below 16 MB the sums keep their
+    order. On a GPU or TPU all samples are done at once (``n``): its allocator keeps its
+    buffers, and small blocks would leave it idle.
     """
     n, T, d = X.shape
     itemsize = jnp.dtype(X.dtype).itemsize

@@ -10,8 +10,9 @@ float32) it gives the floating-point operations (XLA's cost analysis of the comp
 program), their rate, and the rate of a matrix product of the same shape and dtype measured
 in the same run: how far each is from the machine's limit. Gradient descent also runs with
 its students on one device and spread over ``--devices`` host devices forced with
-``XLA_FLAGS`` (a fresh process), and so do eight GAMP-RIE instances (``gamp_rie_batch``;
-``--only-amp-devices`` runs that part alone and adds it to an existing ``results.json``).
+``XLA_FLAGS`` (a fresh process), and so do eight GAMP-RIE instances (``gamp_rie_batch``).
+``--only amp amp_targets amp_devices`` reruns those parts alone into an existing ``results.json``
+(``rerun`` in the file records which, when and by what command).
 
 Writes ``benchmarks/results.json`` (every number, with the machine, the versions,
 the load average before and after), ``benchmarks/results.md`` (the tables) and
@@ -61,16 +62,25 @@ def _timed(fn, repeats):
 
 def matmul_rate(m, k, dtype, repeats):
     """Measured rate (flop/s) of an ``(m, k) @ (k, k)`` matrix product in ``dtype``: the machine's
-    limit for the contractions of GAMP-RIE and gradient descent, measured in the same run."""
+    limit for the contractions of GAMP-RIE and gradient descent, measured in the same run.
+
+    The better of the product over all ``m`` rows and of one over a block of about 4 MB of rows
+    (``aim_tutorial.amp.BLOCK_BYTES``), as GAMP-RIE takes its samples on a CPU: a product whose
+    output passes 32 MB pays for mapping it afresh at every call, which is not arithmetic."""
     import jax
     import jax.numpy as jnp
 
+    from aim_tutorial.amp import BLOCK_BYTES
+
     ka, kb = jax.random.split(jax.random.key(0))
-    A = jax.random.normal(ka, (m, k), dtype=dtype)
     B = jax.random.normal(kb, (k, k), dtype=dtype)
     f = jax.jit(jnp.matmul)
-    _, warm, _ = _timed(lambda: f(A, B), max(repeats, 5))
-    return 2.0 * m * k * k / warm
+    rates = []
+    for rows in sorted({m, max(1, min(m, BLOCK_BYTES // (k * jnp.dtype(dtype).itemsize)))}):
+        A = jax.random.normal(ka, (rows, k), dtype=dtype)
+        _, warm, _ = _timed(lambda A=A: f(A, B), max(repeats, 5))
+        rates.append(2.0 * rows * k * k / warm)
+    return max(rates)
 
 
 def machine():
@@ -437,6 +447,11 @@ def write_markdown(res, path):
         f"Load average (1, 5, 15 min) at start {', '.join(f'{v:.1f}' for v in m['loadavg_start'])}, at end "
         f"{', '.join(f'{v:.1f}' for v in res['loadavg_end'])} "
         "(other jobs shared the machine: timings are upper bounds).",
+    ]
+    for part, r in res.get("rerun", {}).items():
+        L.append(f"Rerun after the rest: `{part}` on {r['date']} (`{r['command']}`; load average at its end "
+                 f"{', '.join(f'{v:.1f}' for v in r['loadavg_end'])}).")
+    L += [
         "",
         "## State evolution",
         "",
@@ -589,8 +604,8 @@ def main(argv=None):
     p.add_argument("--_amp-point", nargs=5, help=argparse.SUPPRESS)
     p.add_argument("--_gd-devices-point", nargs=4, help=argparse.SUPPRESS)
     p.add_argument("--_amp-devices-point", nargs=3, help=argparse.SUPPRESS)
-    p.add_argument("--only-amp-devices", action="store_true",
-                   help="run only the GAMP-RIE devices benchmark and add it to the existing results.json")
+    p.add_argument("--only", nargs="+", choices=("amp", "amp_targets", "amp_devices"),
+                   help="run only these parts and put them into the existing results.json")
     a = p.parse_args(argv)
     if a._amp_point:
         d, alpha, iters, repeats, dtype = a._amp_point
@@ -604,16 +619,24 @@ def main(argv=None):
         d, B, repeats = map(int, a._amp_devices_point)
         print(json.dumps(amp_devices_point(d, B, repeats)))
         return
-    if a.only_amp_devices:
+    if a.only:
         path = os.path.join(a.out, "results.json")
         with open(path) as f:
             res = json.load(f)
-        res["amp_devices"] = bench_amp_devices(80, 8, a.repeats, a.devices)
-        res["amp_devices"]["command"] = "python benchmarks/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
+        parts = dict(amp=lambda: bench_amp(a.amp_d, a.amp_alpha, a.amp_iters, a.repeats),
+                     amp_targets=lambda: bench_amp_targets(a.quick),
+                     amp_devices=lambda: bench_amp_devices(80, 8, a.repeats, a.devices))
+        command = "python benchmarks/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
+        for part in a.only:
+            print(f"{part} ...", flush=True)
+            res[part] = parts[part]()
+            res.setdefault("rerun", {})[part] = dict(command=command, loadavg_end=list(os.getloadavg()),
+                                                     date=machine()["date"])
         with open(path, "w") as f:
             json.dump(res, f, indent=1)
         write_markdown(res, os.path.join(a.out, "results.md"))
-        print(f"added the GAMP-RIE devices benchmark to {path}")
+        plot(res, os.path.join(a.out, "gamp_scaling.png"))
+        print(f"put {', '.join(a.only)} into {path}")
         return
     if a.quick:
         a.repeats, a.amp_d, a.amp_iters, a.gd_d, a.gd_n_init, a.gd_steps = 1, [20, 30], 3, [20], 2, 20
