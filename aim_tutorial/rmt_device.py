@@ -41,6 +41,7 @@ import numpy as np
 
 from . import _checks
 from .rmt import _DELTA_SMALL, _large_delta_mmse, _w_of_G, _zprime  # pure arithmetic: traceable
+from .rmt import _rho as _host_rho
 
 __all__ = ["DELTA_MAX", "DELTA_MIN", "in_range", "mmse_denoising", "rie_eigenvalues"]
 
@@ -267,6 +268,8 @@ def _scalar(name, value):
         if np.ndim(value) != 0:
             raise ValueError(f"{name} must be a scalar, got shape {np.shape(value)} (vmap over it instead)")
         return jnp.asarray(value, float)
+    if name == "rho":  # the host's range, [rmt.RHO_MIN, rmt.RHO_MAX], and its message
+        return jnp.asarray(_host_rho(value), float)
     return jnp.asarray(_checks.positive(name, value), float)
 
 
@@ -285,7 +288,8 @@ def rie_eigenvalues(lam, delta, rho, outside: str = "edge"):
     Args:
         lam: eigenvalues, a finite real array (float64).
         delta: noise variance, a scalar ``> 0``.
-        rho: width ratio, a scalar ``> 0``.
+        rho: width ratio, a scalar in ``[rmt.RHO_MIN, rmt.RHO_MAX] = [1e-6, 1e24]`` (checked when
+            concrete, as on the host).
         outside: ``"edge"`` or ``"continuation"``.
 
     Returns:
@@ -384,7 +388,8 @@ def mmse_denoising(delta, rho):
 
     Args:
         delta: noise variance, a scalar ``> 0``.
-        rho: width ratio, a scalar ``> 0``.
+        rho: width ratio, a scalar in ``[rmt.RHO_MIN, rmt.RHO_MAX] = [1e-6, 1e24]`` (checked when
+            concrete, as on the host).
 
     Returns:
         a float64 scalar array.

@@ -128,6 +128,17 @@ def test_bad_scalars_are_refused_with_their_name(bad):
         rmt_device.rie_eigenvalues(np.ones(3), 0.5, bad)
 
 
+@pytest.mark.parametrize("rho", [1e-7, 2e24])
+def test_rho_outside_the_hosts_range_is_refused_as_on_the_host(rho):
+    """The device functions take the width ratios the host takes, [RHO_MIN, RHO_MAX], with the host's message."""
+    for fn in (lambda: rmt_device.rie_eigenvalues(np.ones(3), 0.5, rho), lambda: rmt_device.mmse_denoising(0.5, rho),
+               lambda: aim.rie_eigenvalues(np.ones(3), 0.5, rho), lambda: aim.mmse_denoising(0.5, rho)):
+        with pytest.raises(ValueError, match=r"rho must be in \[1e-06, 1e\+24\]"):
+            fn()
+    for edge in (rmt.RHO_MIN, rmt.RHO_MAX):  # the ends are accepted
+        assert np.isfinite(float(rmt_device.mmse_denoising(0.5, edge)))
+
+
 def test_bad_arrays_and_rules_are_refused():
     with pytest.raises(ValueError, match="lam"):
         rmt_device.rie_eigenvalues(np.array([1.0, np.nan]), 0.5, 0.5)
