@@ -11,7 +11,7 @@ program), their rate, and the rate of a matrix product of the same shape and dty
 in the same run: how far each is from the machine's limit. Gradient descent also runs with
 its students on one device and spread over ``--devices`` host devices forced with
 ``XLA_FLAGS`` (a fresh process), and so do eight GAMP-RIE instances (``gamp_rie_batch``).
-``--only amp amp_targets amp_devices`` reruns those parts alone into an existing ``results.json``
+``--only amp amp_targets amp_devices gd`` reruns those parts alone into an existing ``results.json``
 (``rerun`` in the file records which, when and by what command).
 
 Writes ``benchmarks/results.json`` (every number, with the machine, the versions,
@@ -272,7 +272,7 @@ def bench_gd(ds, n_init, steps, repeats, dtypes=("float64", "float32"), big_step
 
     import aim_tutorial as aim
     from aim_tutorial.config import compiled_flops
-    from aim_tutorial.gd import gd_loss, train_gd
+    from aim_tutorial.gd import _ChannelLoss, _make_optimizer, _run_chunk, gd_loss, train_gd
 
     rows = []
     for d in ds:
@@ -296,9 +296,18 @@ def bench_gd(ds, n_init, steps, repeats, dtypes=("float64", "float32"), big_step
             step = jax.jit(jax.value_and_grad(lambda W, Xc=Xc, yc=yc: gd_loss(W, Xc, yc, channel="softmax")))
             flops = compiled_flops(step.lower(jnp.zeros((d, r), dtype)).compile())
             rate = matmul_rate(n * 2, d, dtype, repeats)
-            per_step = warm / (n_init * n_steps)
+            # the same steps as one program (train_gd cuts a run into 20 jitted chunks for its
+            # progress bar; a chunk allocates its temporaries afresh, which a run of 10 steps pays
+            # 10 times and a run of 1000 steps 20 times)
+            W0 = jnp.asarray(0.1 * jax.random.normal(k3, (n_init, d, r)), dtype)
+            carry = (W0, jax.vmap(_make_optimizer("adam", 0.1).init)(W0))
+            chunk_args = (Xc, yc, (jnp.asarray(1.0, dtype), jnp.asarray(0.0, dtype)), None, jnp.asarray(0.1, dtype))
+            chunk_kw = dict(student_loss=_ChannelLoss("softmax"), errors=None, optimizer="adam", n_records=1,
+                            record_every=n_steps)
+            _, warm_one, _ = _timed(lambda: _run_chunk(carry, *chunk_args, **chunk_kw)[0][0], repeats)
+            per_step = warm_one / (n_init * n_steps)
             rows.append(dict(d=d, n=n, T=2, n_init=n_init, steps=n_steps, dtype=dtype, cold_s=cold, warm_s=warm,
-                             warm_all_s=allw, steps_per_s=n_init * n_steps / warm,
+                             warm_all_s=allw, warm_one_program_s=warm_one, steps_per_s=n_init * n_steps / warm,
                              samples_per_s=n_init * n_steps * n / warm, flops_per_student_step=flops,
                              gflops=flops / per_step / 1e9, matmul_gflops=rate / 1e9,
                              over_limit=per_step / (flops / rate)))
@@ -485,7 +494,8 @@ def write_markdown(res, path):
         L += ["", line + f" (expected {a['expected_exponent']})."]
     if "amp_targets" in res:
         L += ["", "## GAMP-RIE targets (`benchmarks/gamp_targets.py`, a fresh process each)", "",
-              "Warm: the median of 3 runs after the first. Cold: the first run of a fresh process, with "
+              "Warm: the median of 7 runs after the first (1 for the d = 400 case, 3 and 1 for the softmax and "
+              "hardmax batches). Cold: the first run of a fresh process, with "
               "JAX's persistent compilation cache empty (compilation included) and, for the small cases, "
               "again in a second process that reads the compiled programs from that cache.", "",
               "| case | iterations | status | warm (s) | target warm (s) | cold (s) | cold, cached compilation (s) "
@@ -515,15 +525,18 @@ def write_markdown(res, path):
                          f"{r['max_error_diff']:.1e} | {half} |")
     g = res["gd"]
     L += ["", f"## Gradient descent (Adam, lr {g['lr']}, T = 2, alpha = {g['alpha']})", "",
-          "Per student-step: the loss and its gradient (XLA's count of operations), their rate, and "
-          "the rate of a matrix product of the same shape and dtype measured in the same run.",
+          "`train_gd` warm: the whole call (its steps in 20 jitted chunks, or one a step below 20 steps; "
+          "each chunk allocates its temporaries afresh). One program: the same steps as one jitted "
+          "scan; per student-step of it, the loss and its gradient (XLA's count of operations), their "
+          "rate, and the rate of a matrix product of the same shape and dtype measured in the same run.",
           "",
-          "| d | n | dtype | students | steps | warm (s) | student-steps / s | sample-gradients / s "
+          "| d | n | dtype | students | steps | train_gd warm (s) | student-steps / s | one program (s) "
           "| MFLOP / student-step | GFLOP/s | matmul GFLOP/s | time / limit |",
           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in g["rows"]:
+        one = f"{r['warm_one_program_s']:.2f}" if "warm_one_program_s" in r else ""
         L.append(f"| {r['d']} | {r['n']} | {r['dtype']} | {r['n_init']} | {r['steps']} | {r['warm_s']:.2f} | "
-                 f"{r['steps_per_s']:.0f} | {r['samples_per_s']:.3g} | {r['flops_per_student_step'] / 1e6:.2f} | "
+                 f"{r['steps_per_s']:.0f} | {one} | {r['flops_per_student_step'] / 1e6:.2f} | "
                  f"{r['gflops']:.1f} | {r['matmul_gflops']:.1f} | {r['over_limit']:.1f} |")
     gt = res.get("gd_target")
     if gt:
@@ -604,7 +617,7 @@ def main(argv=None):
     p.add_argument("--_amp-point", nargs=5, help=argparse.SUPPRESS)
     p.add_argument("--_gd-devices-point", nargs=4, help=argparse.SUPPRESS)
     p.add_argument("--_amp-devices-point", nargs=3, help=argparse.SUPPRESS)
-    p.add_argument("--only", nargs="+", choices=("amp", "amp_targets", "amp_devices"),
+    p.add_argument("--only", nargs="+", choices=("amp", "amp_targets", "amp_devices", "gd"),
                    help="run only these parts and put them into the existing results.json")
     a = p.parse_args(argv)
     if a._amp_point:
@@ -625,7 +638,8 @@ def main(argv=None):
             res = json.load(f)
         parts = dict(amp=lambda: bench_amp(a.amp_d, a.amp_alpha, a.amp_iters, a.repeats),
                      amp_targets=lambda: bench_amp_targets(a.quick),
-                     amp_devices=lambda: bench_amp_devices(80, 8, a.repeats, a.devices))
+                     amp_devices=lambda: bench_amp_devices(80, 8, a.repeats, a.devices),
+                     gd=lambda: bench_gd(a.gd_d, a.gd_n_init, a.gd_steps, a.repeats))
         command = "python benchmarks/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
         for part in a.only:
             print(f"{part} ...", flush=True)
