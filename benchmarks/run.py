@@ -512,7 +512,8 @@ def write_markdown(res, path):
                   "the device) against the same instances run by `gamp_rie` one after another. A sequential "
                   "iteration is the jitted half step (the score and the O(n T d^2) products) plus the host's "
                   "part (the RIE, mmse_rho, dispatch); where the half step alone fills the cores, a batch can "
-                  "save only the host's part, and the last column bounds its speed-up:", "",
+                  "save only the host's part: the last column is the speed-up of a batch that saved all of it:",
+                  "",
                   "| case | sequential warm (s) | batch warm (s) | speed-up | target | sequential cold (s) "
                   "| batch cold (s) | largest difference of the errors | sequential ms / iteration "
                   "| half step alone (ms) | their ratio |",
