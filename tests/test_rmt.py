@@ -1,5 +1,7 @@
 """Tests of aim_tutorial.rmt: free convolution, support, RIE and the denoising MMSE."""
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -1262,3 +1264,28 @@ def test_spectral_integral_at_huge_delta_is_the_semicircle_of_variance_one_plus_
                      + abs((1 - p) / 2 * mpmath.log(v)))
     got = aim.spectral_integral(delta, 1.0, power=power)
     assert got == pytest.approx(exact, rel=(size + 2) * np.finfo(float).eps, abs=0)
+
+
+@pytest.mark.parametrize("rho", [1e-6, 0.5, 1.0, 1e3, 1e16, 1e24])
+def test_delta_below_the_floor_is_refused_and_the_floor_is_finite(rho):
+    """The spectral functions take delta >= DELTA_FLOOR max(rho, 1/rho) (below a frontier 2 to 3
+    decades lower the cubic's coefficients overflowed: NumPy's LinAlgError from delta = 5.6e-285 at
+    rho = 1e24, and at every rho at the subnormal 1e-310); at the floor every result is finite;
+    mmse_denoising takes any delta > 0."""
+    floor = rmt.DELTA_FLOOR * max(rho, 1.0 / rho)
+    x = np.array([0.0, 0.5, 1.0, np.sqrt(rho)])
+    calls = [lambda dl: rmt.stieltjes(x + 1e-3j, dl, rho), lambda dl: rmt.spectral_density(x, dl, rho),
+             lambda dl: rmt.hilbert_transform(x, dl, rho), lambda dl: rmt.spectral_integral(dl, rho, power=3),
+             lambda dl: rmt.rie_eigenvalues(x, dl, rho), lambda dl: rmt.rie_denoise(np.diag(x), dl, rho),
+             lambda dl: np.asarray(rmt.support_edges(dl, rho))]
+    for call in calls:
+        with warnings.catch_warnings():
+            # at rho = 1 and tiny delta the quadrature stops short of its tolerance, and says so
+            # (spectral_integral's docstring): finite, not resolved
+            warnings.filterwarnings("ignore", "spectral quadrature did not reach", RuntimeWarning)
+            assert np.all(np.isfinite(np.asarray(call(floor))))
+        for below in (0.5 * floor, 1e-310):
+            with pytest.raises(ValueError, match=r"delta must be at least 1e-306 max\(rho, 1/rho\)"):
+                call(below)
+    for tiny in (0.5 * floor, 1e-310):
+        assert np.isfinite(rmt.mmse_denoising(tiny, rho))
