@@ -158,6 +158,14 @@ def _delta_floor(delta, rho):
                          f"coefficients, of order sqrt(rho)/delta, overflow), got delta = {delta!r} at rho = {rho!r}")
 
 
+def _delta_rho(delta, rho) -> tuple[float, float]:
+    """The scalar ``delta`` and ``rho`` of a spectral function, checked: ``delta > 0``, ``rho`` in
+    ``[RHO_MIN, RHO_MAX]``, and ``delta`` at or above its floor (:func:`_delta_floor`)."""
+    delta, rho = _checks.positive("delta", delta), _rho(rho)
+    _delta_floor(delta, rho)
+    return delta, rho
+
+
 def _rho_array(value) -> np.ndarray:
     """An array (or scalar) of ``rho`` in ``[RHO_MIN, RHO_MAX]``, as a float array."""
     if np.ndim(value) == 0:
@@ -552,9 +560,7 @@ def stieltjes(z, delta: float, rho: float):
         >>> abs(aim.stieltjes(100j, 0.1, 0.5) - 1 / (100j)) < 1e-3
         True
     """
-    delta = _checks.positive("delta", delta)
-    rho = _rho(rho)
-    _delta_floor(delta, rho)
+    delta, rho = _delta_rho(delta, rho)
     s = math.sqrt(rho)
     z_in = z
     z = _points("z", z, complex_ok=True)
@@ -615,9 +621,7 @@ def spectral_density(x, delta: float, rho: float) -> np.ndarray:
         >>> round(float(np.trapezoid(aim.spectral_density(x, 0.1, 0.5), x)), 3)
         1.0
     """
-    delta = _checks.positive("delta", delta)
-    rho = _rho(rho)
-    _delta_floor(delta, rho)
+    delta, rho = _delta_rho(delta, rho)
     s = math.sqrt(rho)
     xa = _points("x", x)
     return _like(np.clip(_G_real_axis(xa - s, delta, s).imag, 0, None) / np.pi, x)
@@ -644,9 +648,7 @@ def hilbert_transform(x, delta: float, rho: float) -> np.ndarray:
         >>> abs(float(aim.hilbert_transform(1e4, 0.1, 0.5)) - 1e-4) < 1e-7
         True
     """
-    delta = _checks.positive("delta", delta)
-    rho = _rho(rho)
-    _delta_floor(delta, rho)
+    delta, rho = _delta_rho(delta, rho)
     s = math.sqrt(rho)
     xa = _points("x", x)
     return _like(_G_real_axis(xa - s, delta, s).real, x)
@@ -796,9 +798,7 @@ def support_edges(delta: float, rho: float) -> list[tuple[float, float]]:
         >>> [(round(a, 3), round(b, 3)) for a, b in aim.support_edges(0.05, 0.5)]
         [(-0.342, 4.142)]
     """
-    delta = _checks.positive("delta", delta)
-    rho = _rho(rho)
-    _delta_floor(delta, rho)
+    delta, rho = _delta_rho(delta, rho)
     s = math.sqrt(rho)
     return [(float(x_a), float(x_b)) for x_a, x_b, _, _ in _edges_x(delta, s)]
 
@@ -1166,9 +1166,7 @@ def rie_eigenvalues(lam, delta: float, rho: float, *, outside: str = "edge") -> 
         >>> abs(float(aim.rie_eigenvalues(1e3, 0.1, 0.5)) - xi_edge) < 1e-12
         True
     """
-    delta = _checks.positive("delta", delta)
-    rho = _rho(rho)
-    _delta_floor(delta, rho)
+    delta, rho = _delta_rho(delta, rho)
     lam_a = _points("lam", lam)
     _checks.one_of("outside", outside, ("edge", "continuation"))
     if outside == "continuation":
@@ -1249,9 +1247,7 @@ def rie_denoise(Y, delta: float, rho: float, *, outside: str = "edge"):
     Reference: Bun, Allez, Bouchaud, Potters, IEEE Trans. Inf. Theory 62 (2016);
     Ledoit, Peche, PTRF 151 (2011).
     """
-    delta = _checks.positive("delta", delta)
-    rho = _rho(rho)
-    _delta_floor(delta, rho)
+    delta, rho = _delta_rho(delta, rho)
     _checks.square_symmetric("Y", Y)
     is_jax = isinstance(Y, jax.Array)
     Yn = np.asarray(Y, dtype=float)

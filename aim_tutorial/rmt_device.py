@@ -262,15 +262,14 @@ def in_range(delta):
     return (delta >= DELTA_MIN) & (delta <= DELTA_MAX)
 
 
-def _scalar(name, value):
-    """A positive scalar: checked when concrete (``ValueError`` naming it), passed through when traced."""
+def _scalar(name, value, check=None):
+    """A scalar checked when concrete by ``check(value)`` (default: positive; a ``ValueError``
+    naming it), passed through when traced."""
     if isinstance(value, jax.core.Tracer):
         if np.ndim(value) != 0:
             raise ValueError(f"{name} must be a scalar, got shape {np.shape(value)} (vmap over it instead)")
         return jnp.asarray(value, float)
-    if name == "rho":  # the host's range, [rmt.RHO_MIN, rmt.RHO_MAX], and its message
-        return jnp.asarray(_host_rho(value), float)
-    return jnp.asarray(_checks.positive(name, value), float)
+    return jnp.asarray(_checks.positive(name, value) if check is None else check(value), float)
 
 
 def rie_eigenvalues(lam, delta, rho, outside: str = "edge"):
@@ -303,7 +302,7 @@ def rie_eigenvalues(lam, delta, rho, outside: str = "edge"):
         True
     """
     _checks.real_array("lam", lam, allow_empty=True)
-    delta, rho = _scalar("delta", delta), _scalar("rho", rho)
+    delta, rho = _scalar("delta", delta), _scalar("rho", rho, _host_rho)  # the host's range of rho
     _checks.one_of("outside", outside, ("edge", "continuation"))
     lam = jnp.asarray(lam, float)
     s = jnp.sqrt(rho)
@@ -400,7 +399,7 @@ def mmse_denoising(delta, rho):
         >>> abs(float(rmt_device.mmse_denoising(1.0, 0.5)) - aim.mmse_denoising(1.0, 0.5)) < 1e-12
         True
     """
-    delta, rho = _scalar("delta", delta), _scalar("rho", rho)
+    delta, rho = _scalar("delta", delta), _scalar("rho", rho, _host_rho)  # the host's range of rho
     s = jnp.sqrt(rho)
     lo, hi = _segments(delta, s)
     low = delta <= 1.0

@@ -389,13 +389,18 @@ def gd_devices_point(d, n_init, steps, repeats):
     return out
 
 
+def _on_forced_devices(flag, args, count):
+    """This script run with ``flag args`` in a fresh process with ``count`` host devices forced by
+    ``XLA_FLAGS`` (they must be set before JAX starts); the JSON row it prints last."""
+    cmd = [sys.executable, os.path.abspath(__file__), flag, *map(str, args)]
+    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={count}")
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env, timeout=1800)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def bench_gd_devices(d, n_init, steps, repeats, count=4):
     """The same training on 1 and on ``count`` forced host devices (``XLA_FLAGS``), in a fresh process."""
-    cmd = [sys.executable, os.path.abspath(__file__), "--_gd-devices-point", str(d), str(n_init), str(steps),
-           str(repeats)]
-    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={count}")
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env)
-    row = json.loads(out.stdout.strip().splitlines()[-1])
+    row = _on_forced_devices("--_gd-devices-point", (d, n_init, steps, repeats), count)
     print(f"  GD d = {d} on {row['devices']} host devices: {row['all_warm_s']:.2f} s, on one: "
           f"{row['one_warm_s']:.2f} s", flush=True)
     return row
@@ -434,10 +439,7 @@ def amp_devices_point(d, B, repeats):
 
 def bench_amp_devices(d, B, repeats, count=4):
     """GAMP-RIE instances on 1 and on ``count`` forced host devices (``XLA_FLAGS``), in a fresh process."""
-    cmd = [sys.executable, os.path.abspath(__file__), "--_amp-devices-point", str(d), str(B), str(repeats)]
-    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={count}")
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env, timeout=1800)
-    row = json.loads(out.stdout.strip().splitlines()[-1])
+    row = _on_forced_devices("--_amp-devices-point", (d, B, repeats), count)
     print(f"  GAMP-RIE, {B} instances at d = {d} on {row['devices']} host devices: {row['all_warm_s']:.2f} s, "
           f"on one: {row['one_warm_s']:.2f} s (errors within {row['max_error_diff']:.1e})", flush=True)
     return row
@@ -572,6 +574,15 @@ def write_markdown(res, path):
         f.write("\n".join(L) + "\n")
 
 
+def write_outputs(res, out):
+    """``results.json``, ``results.md`` and ``gamp_scaling.png`` in the folder ``out``."""
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    write_markdown(res, os.path.join(out, "results.md"))
+    plot(res, os.path.join(out, "gamp_scaling.png"))
+
+
 def plot(res, path):
     import matplotlib
 
@@ -647,10 +658,7 @@ def main(argv=None):
             res[part] = parts[part]()
             res.setdefault("rerun", {})[part] = dict(command=command, loadavg_end=list(os.getloadavg()),
                                                      date=machine()["date"])
-        with open(path, "w") as f:
-            json.dump(res, f, indent=1)
-        write_markdown(res, os.path.join(a.out, "results.md"))
-        plot(res, os.path.join(a.out, "gamp_scaling.png"))
+        write_outputs(res, a.out)
         print(f"put {', '.join(a.only)} into {path}")
         return
     if a.quick:
@@ -676,11 +684,7 @@ def main(argv=None):
     print(f"GAMP-RIE instances on {a.devices} forced host devices ...", flush=True)
     res["amp_devices"] = bench_amp_devices(40 if a.quick else 80, 8, a.repeats, a.devices)
     res["loadavg_end"] = list(os.getloadavg())
-    os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, "results.json"), "w") as f:
-        json.dump(res, f, indent=1)
-    write_markdown(res, os.path.join(a.out, "results.md"))
-    plot(res, os.path.join(a.out, "gamp_scaling.png"))
+    write_outputs(res, a.out)
     print(f"wrote {a.out}/results.json, results.md, gamp_scaling.png")
 
 
