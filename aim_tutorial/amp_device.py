@@ -4,7 +4,8 @@
 eigenvalues of ``R`` to the host, where :mod:`aim_tutorial.rmt` cleans them and computes
 ``mmse_rho(Delta)``, and the host decides whether to stop. :func:`gamp_rie_batch` runs ``B``
 instances of the same sizes (a sweep point: several seeds) as one jitted ``lax.while_loop``:
-the iteration of :func:`aim_tutorial.amp.gamp_rie_step` for every instance at once (``vmap``), the
+the iteration of :func:`aim_tutorial.amp.gamp_rie_step` for every instance at once (``vmap``; on a
+CPU the output half steps one instance after another inside the program, see ``_program``), the
 RIE and ``mmse_rho`` in JAX (:mod:`aim_tutorial.rmt_device`), and the stopping rules of
 :func:`aim_tutorial.amp.gamp_rie_stop` on the device, each instance frozen at the iteration where
 its own rule fired, the loop ending when every instance has stopped. Nothing goes back to the
@@ -67,11 +68,16 @@ def _program(half_step, options: _amp.GampRieOptions, rho: float, has_truth: boo
     """The jitted loop over a batch for one channel setting and one set of options.
 
     ``one_at_a_time``: the output half step of the instances one after another (``lax.map``), not
-    under ``vmap``. For several host devices that share a CPU's threads: under ``vmap`` the
-    eigendecompositions are one batched LAPACK call, which splits the batch over the shared
-    thread pool and waits for its parts inside a pool thread; with every pool thread of every
-    device waiting so, none was left to run the parts, and the program hung (jax 0.10.2, four
-    forced host devices on 2 cores, two instances per device, ``d >= 36``).
+    under ``vmap``; used on a CPU. Under ``vmap`` XLA (jax 0.10.2) fuses the batched product
+    ``X S`` with the sums that follow it into one kernel that took 37-57 ms per iteration of 8
+    instances at ``d = 80``, ``n = 6400`` (the profiler), where one instance's took 2.6 ms; 8
+    instances of the hardmax at ``alpha = 1`` took 2.39-2.51 s one at a time and 2.43-2.64 s under
+    ``vmap``, the softmax at ``alpha = 0.3`` 0.76-0.88 s and 0.82-0.93 s
+    (``benchmarks/gamp_targets.py batch``). On several host devices that share a CPU's threads
+    ``vmap`` also hung: the eigendecompositions are then one batched LAPACK call, which splits
+    the batch over the shared thread pool and waits for its parts inside a pool thread; with
+    every pool thread of every device waiting so, none was left to run the parts (four forced
+    host devices on 2 cores, two instances per device, ``d >= 36``).
     """
     o = options
     max_residual = 100.0 * (1.0 + rho) ** 2
@@ -180,6 +186,12 @@ def _program(half_step, options: _amp.GampRieOptions, rho: float, has_truth: boo
     return run
 
 
+def _one_at_a_time(devices) -> bool:
+    """Whether the output half steps of a device's instances run one after another (on CPU
+    devices; see ``_program``) rather than under ``vmap`` (accelerators)."""
+    return all(dv.platform == "cpu" for dv in devices)
+
+
 @functools.lru_cache(maxsize=32)
 def _runner(loop, devices: tuple):
     """The loop jitted for one device, or for several: under ``shard_map`` each device runs its own
@@ -260,9 +272,9 @@ def gamp_rie_batch(X, y, rho: float, *, channel: str = "softmax", beta: float = 
             :func:`jax.distributed.initialize`; on a CPU the first device only, since host
             devices forced with ``XLA_FLAGS`` share the same cores). The batch is padded to a
             multiple of their number (copies whose results are dropped); each device runs its own
-            loop over its instances (``shard_map``); one device gives the same numbers. On several
-            CPU devices (forced host devices) each device's output half steps run one instance
-            after another (see ``_program``: batched, they hung at ``d >= 36``).
+            loop over its instances (``shard_map``); one device gives the same numbers. On CPU
+            devices the output half steps of a device's instances run one after another (see
+            ``_program``: faster, and on forced host devices batched ones hung at ``d >= 36``).
 
     Returns:
         a list of ``B`` :class:`~aim_tutorial.amp.GampRieResult`, in the order of the instances.
@@ -313,8 +325,7 @@ def gamp_rie_batch(X, y, rho: float, *, channel: str = "softmax", beta: float = 
     devices = list(devices)
     if not devices or not all(isinstance(dv, jax.Device) for dv in devices):
         raise _checks.ArgumentTypeError(f"devices must be a non-empty sequence of JAX devices, got {devices!r}")
-    shared_cpu = len(devices) > 1 and all(dv.platform == "cpu" for dv in devices)
-    loop = _program(p0.half_step, o, p0.rho, p0.has_truth, one_at_a_time=shared_cpu)
+    loop = _program(p0.half_step, o, p0.rho, p0.has_truth, one_at_a_time=_one_at_a_time(devices))
     dt = p0.X.dtype
     n, T, d = p0.X.shape
     st = dict(

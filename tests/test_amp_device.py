@@ -65,6 +65,20 @@ def test_batch_matches_gamp_rie_softmax_prior_start():
     assert len({r.n_iter for r in dev}) > 1  # different stopping iterations: the compaction ran
 
 
+def test_batch_under_vmap_matches_gamp_rie(monkeypatch):
+    """The output half steps under ``vmap`` (what a GPU or TPU runs; a CPU runs them one instance
+    after another) give each instance gamp_rie's result too: softmax and hardmax."""
+    monkeypatch.setattr(amp_device, "_one_at_a_time", lambda devices: False)
+    amp_device._program.cache_clear()
+    try:
+        S, X, y = _batch(3, 3, 20, 0.3)
+        _compare(S, X, y, GampRieOptions(), keys=list(jax.random.split(jax.random.key(4), 3)))
+        S, X, y = _batch(5, 2, 16, 1.0, channel="hardmax")
+        _compare(S, X, y, GampRieOptions(init="mean", max_iter=8), channel="hardmax")
+    finally:
+        amp_device._program.cache_clear()
+
+
 def test_batch_matches_gamp_rie_at_max_iter_and_mean_start():
     S, X, y = _batch(2, 2, 20, 0.3, T=3)
     dev = _compare(S, X, y, GampRieOptions(init="mean", max_iter=4))

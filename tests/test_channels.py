@@ -123,6 +123,61 @@ def test_log_phi2_derivatives_are_the_closed_forms():
                 assert float(grad[i]) == pytest.approx(fd, rel=3e-6, abs=1e-9), (c, k1, k2, i)
 
 
+# log Phi_2(k1, k2; c) at c = +-1/3 from mpmath: Plackett's identity in theta at 60 digits and more
+_PHI2_THIRD_REFERENCE = [
+    (0.0, 0.0, 1 / 3, -1.1904423419940034), (0.0, 0.0, -1 / 3, -1.6300831869797252),
+    (1.2, -0.7, -1 / 3, -1.6551674049676427), (3.0, 0.5, 1 / 3, -0.3694641899374343),
+    (-2.5, -1.5, 1 / 3, -6.3631874461135731), (-2.5, -1.5, -1 / 3, -10.381328872902245),
+    (-0.8, -0.56, -1 / 3, -3.4903313919703745), (-30.0, -8.0, 1 / 3, -454.33784607540438),
+    (6.75, -20.13, -1 / 3, -207.20549282585038), (-21.67, 32.28, 1 / 3, -238.7914356511417),
+    (-8.0, -12.0, -1 / 3, -160.19685221234507), (15.0, -15.0, 1 / 3, -116.1313848457117),
+]
+
+
+def test_log_phi2_third_against_high_precision_and_the_quadrature():
+    """The hardmax's fast log Phi_2 (c = +-1/3; Drezner-Wesolowsky where it is accurate, the
+    quadrature _log_phi2 elsewhere) against mpmath at 12 points that take both ways (measured error
+    at most 3.1e-14 relative to max(1, |log Phi_2|), on a point the quadrature takes), and against
+    _log_phi2 at 20,000 random points up to |k| = 60: measured 5.2e-15 with both |k| <= 19, 1.3e-11
+    beyond (JAX's log_ndtr below -20, which _log_phi2 uses, is off by 2e-9 at -21). A wrong sign of
+    c, a lost 1/2 pi or an accuracy rule that lets a cancelling difference through fails by far
+    more (the difference with cancellation allowed was 1.8e-3)."""
+    hm = ch.hardmax
+    third, quad, fast = (jax.jit(f) for f in (hm._log_phi2_third, hm._log_phi2, hm._log_phi2_third_fast))
+    k1, k2, c, ref = (jnp.asarray(v) for v in np.array(_PHI2_THIRD_REFERENCE).T)
+    val = np.asarray(third(k1, k2, c))
+    np.testing.assert_array_less(np.abs(val - np.asarray(ref)) / np.maximum(1, np.abs(np.asarray(ref))), 1e-13)
+    _, ok = fast(k1, k2, c)
+    assert np.any(ok) and not np.all(ok)  # both ways are taken
+    rng = np.random.default_rng(3)
+    m = 20_000
+    k = rng.uniform(-1, 1, (2, m)) * rng.choice([4.0, 12.0, 30.0, 60.0], size=(2, m))
+    cc = rng.choice([1 / 3, -1 / 3], m)
+    args = (jnp.asarray(k[0]), jnp.asarray(k[1]), jnp.asarray(cc))
+    new, old = np.asarray(third(*args)), np.asarray(quad(*args))
+    diff = np.abs(new - old) / np.maximum(1, np.abs(old))
+    inner = np.all(np.abs(k) <= 19, axis=0)
+    assert diff[inner].max() < 5e-14 and diff.max() < 1e-10
+    assert 0.01 < np.mean(~np.asarray(fast(*args)[1])) < 0.5
+    # every entry to the quadrature (both k negative at c = -1/3): 32 passes of 1/32 of them, the
+    # same values as _log_phi2 on all at once
+    kk = -np.abs(k[:, :640])
+    args = (jnp.asarray(kk[0]), jnp.asarray(kk[1]), jnp.full(640, -1 / 3))
+    assert not np.any(np.asarray(fast(*args)[1])[kk[0] + kk[1] < -3])
+    whole = np.asarray(quad(*args))
+    np.testing.assert_allclose(third(*args), whole, rtol=1e-15, atol=0)
+    # under vmap, in float32, and its derivatives are those of _log_phi2 (the closed forms)
+    batch = jax.jit(jax.vmap(hm._log_phi2_third))(*(a.reshape(8, 80) for a in args))
+    np.testing.assert_allclose(np.asarray(batch).ravel(), whole, rtol=1e-15, atol=0)
+    f32 = third(*(a.astype(jnp.float32) for a in args))
+    assert f32.dtype == jnp.float32
+    np.testing.assert_allclose(f32, whole, rtol=2e-6)
+    pts = [jnp.asarray(v) for v in ([0.3, -2.5, 4.0], [-0.2, -1.5, -9.0], [1 / 3, -1 / 3, -1 / 3])]
+    g_new, g_old = (jax.jit(jax.vmap(jax.grad(lambda x, y, z, f=f: f(x, y, z), argnums=(0, 1, 2))))(*pts)
+                    for f in (hm._log_phi2_third, hm._log_phi2))
+    np.testing.assert_allclose(g_new, g_old, rtol=1e-12)
+
+
 def test_hardmax_log_partition_is_the_probability_of_the_outcome(key):
     """exp log Z_out(y | omega, V) is the probability that the hardmax of h = omega + sqrt(V) zeta is
     y, counted over 400,000 draws at three omega: catches a wrong correlation of the two row

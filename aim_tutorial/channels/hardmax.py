@@ -2,7 +2,9 @@
 
 ``s_a = +1`` when token ``a`` attends to itself, ``u_a = omega_aa - omega_12``,
 ``r = sqrt(3 V')``, ``k_a = s_a u_a / r``, ``c = s_1 s_2 / 3``:
-``Z_out = Phi_2(k_1, k_2; c)``, the bivariate normal CDF, eq. (rep-hardmax-zout).
+``Z_out = Phi_2(k_1, k_2; c)``, the bivariate normal CDF, eq. (rep-hardmax-zout). Its logarithm
+comes from Plackett's identity by Gauss-Legendre where that is accurate, from a quadrature in
+log space elsewhere (:func:`_log_phi2_third`, :func:`_log_phi2`).
 ``score="exact"`` differentiates it; ``score="published"`` is the expression used for the
 published reference data, with the joint density ``phi_2`` in place of both partial
 derivatives (not a gradient: kept to reproduce those curves).
@@ -110,20 +112,113 @@ def _log_phi2(k1, k2, c, n_nodes: int = 64):
     return logsumexp(log_w + L(x), axis=-1)
 
 
-@_log_phi2.defjvp
-def _log_phi2_jvp(n_nodes, primals, tangents):
-    """The derivatives of ``log Phi_2``: ``d/dk1 = phi(k1) Phi((k2 - c k1)/s) / Phi_2`` (and ``k1 <->
-    k2``), ``d/dc = phi_2(k1, k2; c) / Phi_2`` (Plackett's identity), ``s = sqrt(1 - c^2)``. In a
-    GAMP-RIE iteration the score's derivatives go through these: the hardmax half step at ``d = 80``,
-    ``alpha = 1`` took 76 ms with autodiff through the quadrature."""
-    k1, k2, c = jnp.broadcast_arrays(*primals)
+def _log_phi2_tangent(k1, k2, c, out, tangents):
+    """The tangent of ``log Phi_2 = out`` along ``tangents = (t1, t2, tc)``: ``d/dk1 = phi(k1)
+    Phi((k2 - c k1)/s) / Phi_2`` (and ``k1 <-> k2``), ``d/dc = phi_2(k1, k2; c) / Phi_2`` (Plackett's
+    identity), ``s = sqrt(1 - c^2)``."""
     t1, t2, tc = tangents
-    out = _log_phi2(k1, k2, c, n_nodes)
     sq = jnp.sqrt(1 - c * c)
     g1 = jnp.exp(_log_npdf(k1) + log_ndtr((k2 - c * k1) / sq) - out)
     g2 = jnp.exp(_log_npdf(k2) + log_ndtr((k1 - c * k2) / sq) - out)
     gc = jnp.exp(-(k1 * k1 - 2 * c * k1 * k2 + k2 * k2) / (2 * sq * sq) - _LOG_2PI - jnp.log(sq) - out)
-    return out, g1 * t1 + g2 * t2 + gc * tc
+    return g1 * t1 + g2 * t2 + gc * tc
+
+
+@_log_phi2.defjvp
+def _log_phi2_jvp(n_nodes, primals, tangents):
+    """The derivatives of ``log Phi_2`` in closed form (:func:`_log_phi2_tangent`). In a GAMP-RIE
+    iteration the score's derivatives go through these: the hardmax half step at ``d = 80``,
+    ``alpha = 1`` took 76 ms with autodiff through the quadrature."""
+    k1, k2, c = jnp.broadcast_arrays(*primals)
+    out = _log_phi2(k1, k2, c, n_nodes)
+    return out, _log_phi2_tangent(k1, k2, c, out, tangents)
+
+
+# log Phi_2 at the hardmax's correlations c = +-1/3 (_log_phi2_third): Plackett's identity with
+# t = sin(theta), Gauss-Legendre on [0, asin(1/3)] at _THIRD_NODES nodes
+
+
+def _third_rule(n):
+    x, w = np.polynomial.legendre.leggauss(n)
+    theta, half = (x + 1) / 2 * math.asin(1 / 3), math.asin(1 / 3) / 2
+    return np.sin(theta), np.cos(theta) ** 2, np.log(w * half) - _LOG_2PI  # log(weight / 2 pi)
+
+
+_THIRD_NODES = 16
+_THIRD_SIN, _THIRD_COS2, _THIRD_LOGW = _third_rule(_THIRD_NODES)
+_THIRD_SPREAD_EDGE, _THIRD_SPREAD_BUMP = 20.0, 6.0  # how much the log-integrand may vary over the nodes
+_THIRD_BATCH = 32  # the quadrature of _log_phi2 runs on 1/32 of the entries at a time
+
+
+def _log_phi2_third_fast(k1, k2, c):
+    """The Drezner-Wesolowsky value of ``log Phi_2(k1, k2; c)``, ``c = +-1/3``, on flat arrays, and
+    where it is accurate (``ok``; elsewhere :func:`_log_phi2_third` calls :func:`_log_phi2`)."""
+    dt = k1.dtype
+    sgn = jnp.sign(c)[:, None]
+    E = (-(k1[:, None] ** 2 + k2[:, None] ** 2 - 2 * sgn * k1[:, None] * k2[:, None] * jnp.asarray(_THIRD_SIN, dt))
+         / (2 * jnp.asarray(_THIRD_COS2, dt)))
+    B = logsumexp(E + jnp.asarray(_THIRD_LOGW, dt), axis=-1)  # log |I|
+    # log Phi(k): JAX's default asymptotic series below k = -20 (3 terms) is off by 2e-9 at k = -21
+    A = log_ndtr(k1, series_order=10) + log_ndtr(k2, series_order=10)
+    gap = B - A
+    out = jnp.where(c > 0, jnp.logaddexp(A, B), A + jnp.log1p(-jnp.exp(jnp.minimum(gap, math.log(0.5)))))
+    # Gauss-Legendre is accurate (5e-15 relative to max(1, |log Phi_2|) against _log_phi2 on 400,000
+    # random points up to |k| = 60) when the integrand is largest at an end of [0, asin c] and
+    # varies by less than e^20 over the nodes, or has its bump inside and varies by less than e^6
+    spread = jnp.max(E, axis=-1) - jnp.min(E, axis=-1)
+    top = jnp.argmax(E, axis=-1)
+    edge = (top == 0) | (top == _THIRD_NODES - 1)
+    accurate = jnp.where(edge, spread < _THIRD_SPREAD_EDGE, spread < _THIRD_SPREAD_BUMP)
+    # |I| <= asin(1/3) / (2 pi) exp(-(k1^2 + k2^2) / 3): below e^-40 Phi(k1) Phi(k2) it cannot matter
+    negligible = math.log(math.asin(1 / 3) / (2 * math.pi)) - (k1 * k1 + k2 * k2) / 3 - A < -40.0
+    ok = ((accurate & ((c > 0) | (gap < math.log(0.5)))) | negligible) & jnp.isfinite(out)
+    return out, ok
+
+
+@jax.custom_jvp
+def _log_phi2_third(k1, k2, c):
+    """``log Phi_2(k1, k2; c)`` for ``c = +-1/3`` (the hardmax channel's): the value of
+    :func:`_log_phi2`, closer to the exact one (median error 3e-17 against 8e-16 relative to
+    ``max(1, |log Phi_2|)``, mpmath at 60 digits and more), in a ninth of its time at the samples of a
+    GAMP-RIE run (1.5 ms against 13.8 ms for 6,400 samples, ``d = 80``, ``alpha = 1``).
+
+    Plackett's identity with ``t = sin(theta)`` (the form of Drezner and Wesolowsky; Genz 2004,
+    Statistics and Computing 14, 251): ``Phi_2 = Phi(k1) Phi(k2) + I``, ``I = (1 / 2 pi)
+    int_0^{asin c} exp(-(k1^2 + k2^2 - 2 k1 k2 sin theta) / (2 cos^2 theta)) d theta``, by
+    Gauss-Legendre at ``_THIRD_NODES`` nodes in log space. Used where that is accurate
+    (:func:`_log_phi2_third_fast`): for ``c < 0`` (``I < 0``) only where ``|I| < Phi(k1) Phi(k2) / 2``,
+    so that the difference loses at most one bit. The other entries (at ``c < 0`` both ``k``
+    negative, where ``Phi_2 << Phi(k1) Phi(k2)``; the far tails: 0-1.6 % of the samples of a
+    run) go to :func:`_log_phi2`, ``1/_THIRD_BATCH`` of the entries at a time, as often as needed.
+    """
+    k1, k2, c = jnp.broadcast_arrays(k1, k2, c)
+    shape = k1.shape
+    k1, k2, c = k1.ravel(), k2.ravel(), c.ravel()
+    size = k1.size
+    if size == 0:
+        return jnp.zeros(shape, k1.dtype)
+    out, ok = _log_phi2_third_fast(k1, k2, c)
+    K = max(1, -(-size // _THIRD_BATCH))
+
+    def more(carry):
+        return jnp.any(carry[1])
+
+    def quadrature(carry):
+        out, todo = carry
+        idx = jnp.nonzero(todo, size=K, fill_value=size)[0]  # past the end: dropped
+        pick = [a.at[idx].get(mode="clip") for a in (k1, k2, c)]
+        vals = _log_phi2(*pick).astype(out.dtype)
+        return out.at[idx].set(vals, mode="drop"), todo.at[idx].set(False, mode="drop")
+
+    out, _ = jax.lax.while_loop(more, quadrature, (out, ~ok))
+    return out.reshape(shape)
+
+
+@_log_phi2_third.defjvp
+def _log_phi2_third_jvp(primals, tangents):
+    k1, k2, c = jnp.broadcast_arrays(*primals)
+    out = _log_phi2_third(k1, k2, c)
+    return out, _log_phi2_tangent(k1, k2, c, out, tangents)
 
 
 def _hardmax_parts(y, omega, Veff):
@@ -138,7 +233,7 @@ def _hardmax_parts(y, omega, Veff):
 
 def _hardmax_score(y, omega, Veff, published):
     s1, s2, r, k1, k2, c = _hardmax_parts(y, omega, Veff)
-    logZ = _log_phi2(k1, k2, c)
+    logZ = _log_phi2_third(k1, k2, c)
     sq = jnp.sqrt(1 - c * c)
     if published:
         log_phi2 = -(k1 * k1 - 2 * c * k1 * k2 + k2 * k2) / (2 * (1 - c * c)) - _LOG_2PI - jnp.log(sq)
@@ -331,7 +426,7 @@ def _score(y, omega, Vp, beta, score):
 
 def _log_partition(y, omega, Vp, beta):
     _, _, _, k1, k2, c = _hardmax_parts(y, omega, Vp)
-    return _log_phi2(k1, k2, c)
+    return _log_phi2_third(k1, k2, c)
 
 
 def _H(q, Vp, T, beta, score):
