@@ -5,7 +5,7 @@ eigenvalues of ``R`` to the host, where :mod:`aim_tutorial.rmt` cleans them and 
 ``mmse_rho(Delta)``, and the host decides whether to stop. :func:`gamp_rie_batch` runs ``B``
 instances of the same sizes (a sweep point: several seeds) as one jitted ``lax.while_loop``:
 the iteration of :func:`aim_tutorial.amp.gamp_rie_step` for every instance at once (``vmap``; on a
-CPU the output half steps one instance after another inside the program, see ``_program``), the
+CPU the instances one after another inside the program, see ``_program``), the
 RIE and ``mmse_rho`` in JAX (:mod:`aim_tutorial.rmt_device`), and the stopping rules of
 :func:`aim_tutorial.amp.gamp_rie_stop` on the device, each instance frozen at the iteration where
 its own rule fired, the loop ending when every instance has stopped. Nothing goes back to the
@@ -67,17 +67,21 @@ def _host_denoise(lam, delta, rho, outside):
 def _program(half_step, options: _amp.GampRieOptions, rho: float, has_truth: bool, one_at_a_time: bool = False):
     """The jitted loop over a batch for one channel setting and one set of options.
 
-    ``one_at_a_time``: the output half step of the instances one after another (``lax.map``), not
-    under ``vmap``; used on a CPU. Under ``vmap`` XLA (jax 0.10.2) fuses the batched product
-    ``X S`` with the sums that follow it into one kernel that took 37-57 ms per iteration of 8
-    instances at ``d = 80``, ``n = 6400`` (the profiler), where one instance's took 2.6 ms; 8
-    instances of the hardmax at ``alpha = 1`` took 2.39-2.51 s one at a time and 2.43-2.64 s under
-    ``vmap``, the softmax at ``alpha = 0.3`` 0.76-0.88 s and 0.82-0.93 s
-    (``benchmarks/gamp_targets.py batch``). On several host devices that share a CPU's threads
-    ``vmap`` also hung: the eigendecompositions are then one batched LAPACK call, which splits
-    the batch over the shared thread pool and waits for its parts inside a pool thread; with
-    every pool thread of every device waiting so, none was left to run the parts (four forced
-    host devices on 2 cores, two instances per device, ``d >= 36``).
+    ``one_at_a_time`` (on a CPU): the instances one after another inside the program, each its
+    own loop until it stops (``lax.map`` over the instances of a ``while_loop``), not all at once
+    under ``vmap``. On a CPU ``vmap`` gained nothing the cores were not already doing and cost
+    more: XLA (jax 0.10.2) fused the batched product ``X S`` with the sums that follow it into
+    one kernel that took 37-57 ms per iteration of 8 instances at ``d = 80``, ``n = 6400`` (the
+    profiler) where one instance's took 2.6 ms; an instance that stops early still ran until
+    half of the batch had stopped; and every batch size the batch shrinks to was a program to
+    compile. 8 instances (``benchmarks/gamp_targets.py batch``, two runs each) took, hardmax
+    ``alpha = 1``: 2.43-2.64 s warm, 15-18.6 s cold under ``vmap``, 2.18-2.36 s and 5.7-6.5 s one
+    after another; softmax ``alpha = 0.3``: 0.82-0.93 s and 6.8-7.6 s, 0.78-0.90 s and
+    2.7-3.3 s. On several host devices that share a CPU's threads ``vmap`` also hung: the
+    eigendecompositions are then one batched LAPACK call, which splits the batch over the shared
+    thread pool and waits for its parts inside a pool thread; with every pool thread of every
+    device waiting so, none was left to run the parts (four forced host devices on 2 cores, two
+    instances per device, ``d >= 36``).
     """
     o = options
     max_residual = 100.0 * (1.0 + rho) ** 2
@@ -109,8 +113,9 @@ def _program(half_step, options: _amp.GampRieOptions, rho: float, has_truth: boo
         it = st["it"] + 1
         damp = jnp.where(st["it"] == 0, 0.0, st["damping"]).astype(X.dtype)
         batched = (X, y, st["S_hat"], st["c"], st["Gamma"], st["omega"], st["V"], damp)
-        if one_at_a_time:
-            omega, V, Gamma, q_hat, lam, O, ratio = jax.lax.map(lambda a: output_half(*a, alpha), batched)
+        if one_at_a_time:  # a batch of one (see run)
+            omega, V, Gamma, q_hat, lam, O, ratio = (
+                v[None] for v in output_half(*(a[0] for a in batched), alpha))
         else:
             omega, V, Gamma, q_hat, lam, O, ratio = jax.vmap(
                 output_half, in_axes=(0, 0, 0, 0, 0, 0, 0, 0, None))(*batched, alpha)
@@ -175,7 +180,7 @@ def _program(half_step, options: _amp.GampRieOptions, rho: float, has_truth: boo
         st = jax.tree.map(lambda a, b: jnp.where(active.reshape(active.shape + (1,) * (a.ndim - 1)), a, b), new, st)
         return st, X, y, S_ref, alpha
 
-    def run(st, X, y, S_ref, alpha, floor):
+    def loop(st, X, y, S_ref, alpha, floor):
         """Iterate until at most ``floor`` instances are still running (``floor = 0``: all stopped)."""
 
         def cond(carry):
@@ -183,12 +188,24 @@ def _program(half_step, options: _amp.GampRieOptions, rho: float, has_truth: boo
 
         return jax.lax.while_loop(cond, lambda c: body(c[:5]) + (floor,), (st, X, y, S_ref, alpha, floor))[0]
 
+    if not one_at_a_time:
+        return loop
+
+    def run(st, X, y, S_ref, alpha, floor):
+        """Each instance's loop until it stops, one instance after another (``floor`` unused)."""
+
+        def one(args):
+            s, x, yy, sr = (jax.tree.map(lambda a: a[None], a) for a in args)
+            return jax.tree.map(lambda a: a[0], loop(s, x, yy, sr, alpha, 0))
+
+        return jax.lax.map(one, (st, X, y, S_ref))
+
     return run
 
 
 def _one_at_a_time(devices) -> bool:
-    """Whether the output half steps of a device's instances run one after another (on CPU
-    devices; see ``_program``) rather than under ``vmap`` (accelerators)."""
+    """Whether a device's instances run one after another, each its own loop (on CPU devices;
+    see ``_program``), rather than under ``vmap`` (accelerators)."""
     return all(dv.platform == "cpu" for dv in devices)
 
 
@@ -210,7 +227,9 @@ def _run_compacting(run, st, X, y, S_ref, alpha, devices):
     """Run the batch, and each time at most half of its instances are still running, go on with
     those alone, in a batch of the next power of two (padded with copies of one of them, whose
     results are dropped): an instance that stops early no longer costs an iteration of the
-    slowest. Each batch size is one compiled program (``B``, then powers of two below it).
+    slowest. Each batch size is one compiled program (``B``, then powers of two below it). A
+    program that runs its instances one after another (``_program``'s ``one_at_a_time``) runs
+    each until it stops: one call.
     With several ``devices`` the batch is a multiple of their number, its instances split over
     them (``jax.sharding``: a mesh over the instance axis). Returns the final state of every
     instance (NumPy)."""
@@ -273,8 +292,9 @@ def gamp_rie_batch(X, y, rho: float, *, channel: str = "softmax", beta: float = 
             devices forced with ``XLA_FLAGS`` share the same cores). The batch is padded to a
             multiple of their number (copies whose results are dropped); each device runs its own
             loop over its instances (``shard_map``); one device gives the same numbers. On CPU
-            devices the output half steps of a device's instances run one after another (see
-            ``_program``: faster, and on forced host devices batched ones hung at ``d >= 36``).
+            devices a device's instances run one after another inside its program, each its own
+            loop (see ``_program``: faster, and on forced host devices batched ones hung at
+            ``d >= 36``).
 
     Returns:
         a list of ``B`` :class:`~aim_tutorial.amp.GampRieResult`, in the order of the instances.
