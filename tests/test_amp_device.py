@@ -161,6 +161,33 @@ def test_batch_matches_gamp_rie_adaptive_damping_raised_by_an_oscillation():
     np.testing.assert_array_equal(dev[0].history.damping, [0.0, 0.0, 0.0, 0.0, 0.5, 0.5, 0.5, 0.5])
 
 
+def test_batch_matches_gamp_rie_adaptive_damping_from_no_damping():
+    """Undamped starts with adaptive damping on small instances whose first bump comes at
+    different iterations (softmax alpha = 0.1: at iteration 2, from period-2 oscillations, and at
+    19; hardmax alpha = 0.5: at 6, 8, 8 as measured with gamp_rie): the device's oscillation rule,
+    its first iteration and the reset of the growth count after a bump must be the host's."""
+    opts = GampRieOptions(init="mean", damping=0.0, adaptive_damping=True, max_iter=20, patience=3)
+    for channel, alpha, seeds in (("softmax", 0.1, (3, 4, 5)), ("hardmax", 0.5, (0, 3, 4))):
+        S, X, y = (jnp.stack(a) for a in zip(*(_one(s, 12, alpha, channel) for s in seeds)))
+        dev = _compare(S, X, y, opts, channel=channel)
+        assert any(np.any(r.history.damping > 0) for r in dev)
+    # patience 2: after the bump to the largest damping, one more growth of the residual stops a run
+    # whose growth count was not reset (softmax seed 4 stops so at iteration 12, residual 0.815)
+    S, X, y = (jnp.stack(a) for a in zip(*(_one(s, 12, 0.1, "softmax") for s in (3, 4, 5))))
+    dev = _compare(S, X, y, opts._replace(patience=2))
+    assert dev[1].status.startswith("diverged at iteration 12: residual grew")
+    # the rule's threshold, 100 tol, as the host's: a tol that puts that residual between 99 and 100 tol
+    r = float(dev[1].history.residual[-1])
+    _compare(S[1:2], X[1:2], y[1:2], opts._replace(patience=2, tol=r / 99.5))
+
+
+def _one(seed, d, alpha, channel):
+    k1, k2 = jax.random.split(jax.random.key(seed))
+    s = aim.sample_teacher(k1, d, RHO)
+    x, yy = aim.sample_data(k2, s, n=int(round(alpha * d * d)), T=2, channel=channel)
+    return s, x, yy
+
+
 def test_batch_matches_gamp_rie_when_the_residual_grows():
     """Undamped hardmax at alpha = 0.4 (d = 12) with patience = 2: the third instance's residual grows
     at iterations 8 and 9 (above 100 tol), so it is declared divergent at iteration 9, the patience-th
