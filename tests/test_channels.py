@@ -159,6 +159,10 @@ def test_log_phi2_third_against_high_precision_and_the_quadrature():
     inner = np.all(np.abs(k) <= 19, axis=0)
     assert diff[inner].max() < 5e-14 and diff.max() < 1e-10
     assert 0.01 < np.mean(~np.asarray(fast(*args)[1])) < 0.5
+    # another correlation is not taken for +-1/3: the quadrature's values
+    other = (args[0][:200], args[1][:200], jnp.asarray(np.where(cc[:200] > 0, 0.25, -0.25)))
+    a, b = np.asarray(third(*other)), np.asarray(quad(*other))
+    assert np.max(np.abs(a - b) / np.maximum(1, np.abs(b))) < 1e-12  # rounding: 2.3e-13 measured
     # every entry to the quadrature (both k negative at c = -1/3): 32 passes of 1/32 of them, the
     # same values as _log_phi2 on all at once
     kk = -np.abs(k[:, :640])
