@@ -283,8 +283,9 @@ def amp_runs(keys, d: int, rho: float, alpha: float, T: int = 2, *, channel="sof
     ``batch=True`` runs them as one program (:func:`aim_tutorial.amp_device.gamp_rie_batch`, the loop
     on the device, the instances split over every visible device; the same results up to
     rounding, ``wall_s`` the batch's time over the instances); ``False`` one after another;
-    ``None`` (default) batches on an accelerator (GPU, TPU), where it pays: on a CPU the two take
-    about the same time and the batch compiles more.
+    ``None`` (default) batches on an accelerator (GPU, TPU) and runs them one after another on a
+    CPU, as the book's data files were made (on a CPU the batch is faster warm too, 1.2-2.9 times
+    for 8 instances at ``d = 80`` on the benchmarks page, but compiles a program of its own).
     """
     import jax
     import jax.numpy as jnp
