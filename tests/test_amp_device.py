@@ -22,14 +22,20 @@ RHO = 0.5
 TOL = 1e-9
 
 
+def _one(key, d, alpha, T=2, channel="softmax", noise=0.0):
+    """One instance from ``key``: the teacher and its data."""
+    k1, k2 = jax.random.split(key)
+    s = aim.sample_teacher(k1, d, RHO)
+    x, yy = aim.sample_data(k2, s, n=int(round(alpha * d * d)), T=T, channel=channel, noise=noise)
+    return s, x, yy
+
+
+def _stack(instances):
+    return tuple(jnp.stack(a) for a in zip(*instances))
+
+
 def _batch(seed, B, d, alpha, T=2, channel="softmax", noise=0.0):
-    S, X, y = [], [], []
-    for k in jax.random.split(jax.random.key(seed), B):
-        k1, k2 = jax.random.split(k)
-        s = aim.sample_teacher(k1, d, RHO)
-        x, yy = aim.sample_data(k2, s, n=int(round(alpha * d * d)), T=T, channel=channel, noise=noise)
-        S.append(s), X.append(x), y.append(yy)
-    return jnp.stack(S), jnp.stack(X), jnp.stack(y)
+    return _stack(_one(k, d, alpha, T, channel, noise) for k in jax.random.split(jax.random.key(seed), B))
 
 
 def _same(host, dev):
@@ -168,24 +174,17 @@ def test_batch_matches_gamp_rie_adaptive_damping_from_no_damping():
     its first iteration and the reset of the growth count after a bump must be the host's."""
     opts = GampRieOptions(init="mean", damping=0.0, adaptive_damping=True, max_iter=20, patience=3)
     for channel, alpha, seeds in (("softmax", 0.1, (3, 4, 5)), ("hardmax", 0.5, (0, 3, 4))):
-        S, X, y = (jnp.stack(a) for a in zip(*(_one(s, 12, alpha, channel) for s in seeds)))
+        S, X, y = _stack(_one(jax.random.key(s), 12, alpha, channel=channel) for s in seeds)
         dev = _compare(S, X, y, opts, channel=channel)
         assert any(np.any(r.history.damping > 0) for r in dev)
     # patience 2: after the bump to the largest damping, one more growth of the residual stops a run
     # whose growth count was not reset (softmax seed 4 stops so at iteration 12, residual 0.815)
-    S, X, y = (jnp.stack(a) for a in zip(*(_one(s, 12, 0.1, "softmax") for s in (3, 4, 5))))
+    S, X, y = _stack(_one(jax.random.key(s), 12, 0.1) for s in (3, 4, 5))
     dev = _compare(S, X, y, opts._replace(patience=2))
     assert dev[1].status.startswith("diverged at iteration 12: residual grew")
     # the rule's threshold, 100 tol, as the host's: a tol that puts that residual between 99 and 100 tol
     r = float(dev[1].history.residual[-1])
     _compare(S[1:2], X[1:2], y[1:2], opts._replace(patience=2, tol=r / 99.5))
-
-
-def _one(seed, d, alpha, channel):
-    k1, k2 = jax.random.split(jax.random.key(seed))
-    s = aim.sample_teacher(k1, d, RHO)
-    x, yy = aim.sample_data(k2, s, n=int(round(alpha * d * d)), T=2, channel=channel)
-    return s, x, yy
 
 
 def test_batch_matches_gamp_rie_when_the_residual_grows():

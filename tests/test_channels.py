@@ -175,11 +175,11 @@ def test_log_phi2_third_against_high_precision_and_the_quadrature():
     np.testing.assert_allclose(np.asarray(batch).ravel(), whole, rtol=1e-15, atol=0)
     f32 = third(*(a.astype(jnp.float32) for a in args))
     assert f32.dtype == jnp.float32
-    np.testing.assert_allclose(f32, whole, rtol=2e-6)
+    np.testing.assert_allclose(f32, whole, rtol=2e-6)  # measured 2.3e-7 (float32's eps: 1.2e-7)
     pts = [jnp.asarray(v) for v in ([0.3, -2.5, 4.0], [-0.2, -1.5, -9.0], [1 / 3, -1 / 3, -1 / 3])]
     g_new, g_old = (jax.jit(jax.vmap(jax.grad(lambda x, y, z, f=f: f(x, y, z), argnums=(0, 1, 2))))(*pts)
                     for f in (hm._log_phi2_third, hm._log_phi2))
-    np.testing.assert_allclose(g_new, g_old, rtol=1e-12)
+    np.testing.assert_allclose(g_new, g_old, rtol=1e-12)  # measured 7.2e-15
 
 
 def test_hardmax_log_partition_is_the_probability_of_the_outcome(key):

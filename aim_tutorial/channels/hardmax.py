@@ -178,11 +178,11 @@ def _log_phi2_third_fast(k1, k2, c):
 
 @jax.custom_jvp
 def _log_phi2_third(k1, k2, c):
-    """``log Phi_2(k1, k2; c)``, fast at ``c = +-1/3`` (the hardmax channel's; any other ``c``, ``|c| <= 1/3``,
-    goes to :func:`_log_phi2` whole): the value of
-    :func:`_log_phi2`, closer to the exact one (median error 3e-17 against 8e-16 relative to
-    ``max(1, |log Phi_2|)``, mpmath at 60 digits and more), in a ninth of its time at the samples of a
-    GAMP-RIE run (1.5 ms against 13.8 ms for 6,400 samples, ``d = 80``, ``alpha = 1``).
+    """``log Phi_2(k1, k2; c)``, fast at ``c = +-1/3`` (the hardmax channel's; any other ``c``,
+    ``|c| <= 1/3``, goes to :func:`_log_phi2` whole): the value of :func:`_log_phi2`, closer to the
+    exact one (median error 3e-17 against 8e-16 relative to ``max(1, |log Phi_2|)``, mpmath at 60
+    digits and more), in a ninth of its time at the samples of a GAMP-RIE run (1.5 ms against
+    13.8 ms for 6,400 samples, ``d = 80``, ``alpha = 1``).
 
     Plackett's identity with ``t = sin(theta)`` (the form of Drezner and Wesolowsky; Genz 2004,
     Statistics and Computing 14, 251): ``Phi_2 = Phi(k1) Phi(k2) + I``, ``I = (1 / 2 pi)
