@@ -53,7 +53,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from . import _checks
-from .config import algorithm_dtype, algorithm_products, compiled_flops
+from .config import algorithm_dtype, algorithm_products, compiled_flops, gamp_jit
 from .model import sample_teacher
 
 __all__ = [
@@ -273,7 +273,7 @@ def _block_rows(X) -> int:
     return max(1, BLOCK_BYTES // (T * d * itemsize))
 
 
-@jax.jit
+@gamp_jit
 @algorithm_products
 def _quadratic_forms(X, S):
     """``F[n, a, b] = x_a^T S x_b`` for tokens ``X`` ``(n, T, d)`` and a symmetric ``S``: one
@@ -390,7 +390,7 @@ class _HalfStep:
 
     def __init__(self, rest_fn):
         self._rest_fn = rest_fn  # the Python function, for programs traced anew (flops)
-        self.rest = jax.jit(rest_fn)
+        self.rest = gamp_jit(rest_fn)
 
     def __call__(self, X, y, S_hat, *args):
         return self.rest(_quadratic_forms(X, S_hat), X, y, S_hat, *args)
@@ -401,8 +401,8 @@ class _HalfStep:
             return [_quadratic_forms.lower(X, S_hat).compile(), self.rest.lower(forms, X, y, S_hat, *args).compile()]
         # new functions, so that JAX traces them again (its trace cache is per function)
         quad, rest = _quadratic_forms.__wrapped__, self._rest_fn
-        return [jax.jit(lambda *a: quad(*a)).lower(X, S_hat).compile(),
-                jax.jit(lambda *a: rest(*a)).lower(forms, X, y, S_hat, *args).compile()]
+        return [gamp_jit(lambda *a: quad(*a)).lower(X, S_hat).compile(),
+                gamp_jit(lambda *a: rest(*a)).lower(forms, X, y, S_hat, *args).compile()]
 
     def flops(self, X, y, S_hat, *args) -> float:
         """XLA's count of the floating-point operations of one call (its cost analysis), of the
@@ -421,7 +421,7 @@ class _HalfStep:
         return int(max(m.temp_size_in_bytes for m in mems) + n * T * T * jnp.dtype(X.dtype).itemsize)
 
 
-@jax.jit
+@gamp_jit
 @algorithm_products
 def _prior_step(O, xi, S_hat, S_true):
     """``S_new = O diag(xi) O^T``, the residual ``||S_new - S_hat||^2/d`` and the error against ``S_true``."""
@@ -709,9 +709,9 @@ def gamp_rie_start(X, y, rho: float, *, channel: str = "softmax", beta: float = 
                  else _make_half_step(ch, beta, noise, score, options.q_hat_from))
     problem = GampRieProblem(
         X=jnp.asarray(X, dtype=dtype), y=jnp.asarray(y, dtype=dtype), rho=rho, alpha=n / d**2,
-        half_step=half_step, S_ref=S_true if S_true is not None else jnp.zeros((d, d), dtype),
+        half_step=half_step, S_ref=S_true if S_true is not None else jnp.asarray(np.zeros((d, d), dtype)),
         has_truth=S_true is not None, options=options, rmt=_rmt())
-    zeros = jnp.zeros((n, T, T), dtype)
+    zeros = jnp.asarray(np.zeros((n, T, T), dtype))  # a transfer: jnp.zeros would compile a program (10 ms)
     state = GampRieState(S_hat=S_hat, c=options.c_init, Gamma=zeros, omega=zeros, V=options.c_init,
                          damping=options.damping, S_prev=S_hat)
     return problem, state

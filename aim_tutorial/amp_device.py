@@ -36,7 +36,7 @@ from . import _checks
 from . import amp as _amp
 from . import rmt as _rmt_host
 from . import rmt_device as _rd
-from .config import algorithm_products
+from .config import algorithm_products, gamp_jit
 
 __all__ = ["gamp_rie_batch"]
 
@@ -88,7 +88,9 @@ def _program(half_step, options: _amp.GampRieOptions, rho: float, has_truth: boo
     stall = o.stall_patience
 
     def output_half(X, y, S_hat, c, Gamma, omega, V, damp, alpha):
-        return half_step.rest(_amp._quadratic_forms(X, S_hat), X, y, S_hat, c, Gamma, omega, V, damp, alpha)
+        # the functions, not their jitted programs: a program inside another takes no compiler options
+        return half_step._rest_fn(_amp._quadratic_forms.__wrapped__(X, S_hat), X, y, S_hat, c, Gamma, omega, V, damp,
+                                  alpha)
 
     def denoise(lam, delta, ok):
         """Cleaned eigenvalues and mmse of every instance (``ok``: the instances that denoise)."""
@@ -125,7 +127,7 @@ def _program(half_step, options: _amp.GampRieOptions, rho: float, has_truth: boo
         den = ok_q & ok_R
         delta = 1.0 / jnp.where(den, q_hat, 1.0)
         xi, c_new = denoise(lam, delta, active & den)
-        S_new, residual, err, finite = jax.vmap(_amp._prior_step)(O, xi, st["S_hat"], S_ref)
+        S_new, residual, err, finite = jax.vmap(_amp._prior_step.__wrapped__)(O, xi, st["S_hat"], S_ref)
         residual, err = residual.astype(jnp.float64), err.astype(jnp.float64)
         est_ok = finite & jnp.isfinite(residual) & jnp.isfinite(c_new)
         good = den & est_ok
@@ -216,10 +218,10 @@ def _runner(loop, devices: tuple):
     in the loop's condition hung XLA's forced host devices on 2 cores)."""
     loop = algorithm_products(loop)
     if len(devices) == 1:
-        return jax.jit(loop)
+        return gamp_jit(loop)
     mesh = Mesh(np.asarray(devices), ("instances",))
     split, whole = PartitionSpec("instances"), PartitionSpec()
-    return jax.jit(jax.shard_map(loop, mesh=mesh, in_specs=(split, split, split, split, whole, whole),
+    return gamp_jit(jax.shard_map(loop, mesh=mesh, in_specs=(split, split, split, split, whole, whole),
                                  out_specs=split, check_vma=False))
 
 

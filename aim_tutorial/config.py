@@ -59,6 +59,8 @@ __all__ = [
     "MATMUL_PRECISIONS",
     "algorithm_dtype",
     "algorithm_products",
+    "GAMP_COMPILER_OPTIONS",
+    "gamp_jit",
     "matmul_precision",
     "compiled_flops",
     "scale",
@@ -159,6 +161,35 @@ def algorithm_products(fn):
             return fn(*args, **kwargs)
 
     return traced
+
+
+#: XLA options of GAMP-RIE's programs (:func:`gamp_jit`). On a CPU, XLA's newer fusion emitters
+#: (the default in jax 0.10.2) compile these programs 1.5-1.9 times slower than its older ones
+#: and run them no faster. On 2 cores: the output half step of softmax, T = 3, d = 150 compiled
+#: in 0.10-0.12 s against 0.18-0.21 s and the prior step in 0.035-0.043 s against 0.058 s; the
+#: warm runs of ``benchmarks/gamp_targets.py small`` and ``big`` took the same time (within the
+#: 10 % a shared machine moves), and ``gamp_rie_batch``'s program for 8 hardmax instances at
+#: d = 80 (``batch``) ran in 1.64-1.87 s against 1.99-2.13 s. Gradient descent keeps XLA's
+#: defaults: its 32 students x 1000 steps at d = 100 took the same time either way. The option
+#: is one of XLA's debug options, which hold every backend's settings; only the CPU compiler
+#: reads it. It changes how XLA writes the elementwise loops, so results can move at rounding
+#: level.
+GAMP_COMPILER_OPTIONS = MappingProxyType({"xla_cpu_use_fusion_emitters": False})
+
+
+def gamp_jit(fn=None, **kwargs):
+    """:func:`jax.jit` with :data:`GAMP_COMPILER_OPTIONS`, for GAMP-RIE's programs; usable as a
+    decorator (``@gamp_jit``) or called (``gamp_jit(fn, static_argnums=...)``).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from aim_tutorial.config import gamp_jit
+        >>> float(gamp_jit(lambda a: 2 * a)(jnp.float64(1.5)))
+        3.0
+    """
+    if fn is None:
+        return functools.partial(gamp_jit, **kwargs)
+    return jax.jit(fn, compiler_options=dict(GAMP_COMPILER_OPTIONS), **kwargs)
 
 
 def spread_devices(count: int, devices=None) -> list:
