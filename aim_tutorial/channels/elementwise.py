@@ -60,7 +60,7 @@ from scipy.interpolate import BarycentricInterpolator
 
 from .. import _checks
 from ..counting import dof_fraction
-from .base import Channel, check_symmetric, log_npdf
+from .base import Channel, check_symmetric, round_bits, log_npdf
 
 __all__ = [
     "Structure",
@@ -687,7 +687,7 @@ def make(name: str, summary: str, f_of: Callable, *, label_noise: float = 0.0, u
         if direct:
             pts = [noisy_point(T, float(beta), float(a), float(b)) for a, b in zip(qs_.ravel(), v_.ravel())]
             return (np.array([p[0] for p in pts]).reshape(qs_.shape), np.array([p[1] for p in pts]).reshape(qs_.shape))
-        S = np.round(qs_ + v_, 12)
+        S = round_bits(qs_ + v_)
         I = np.empty(S.shape)
         for s_ in np.unique(S):
             k = S == s_

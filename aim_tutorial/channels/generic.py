@@ -25,7 +25,7 @@ from jax.scipy.special import logsumexp
 from scipy.interpolate import CubicSpline
 
 from .. import _checks
-from .base import Channel, check_symmetric, frob_sq as _frob_sq, symmetric_gaussian
+from .base import Channel, check_symmetric, round_bits, frob_sq as _frob_sq, symmetric_gaussian
 
 __all__ = [
     "GenericScore",
@@ -229,7 +229,7 @@ def generic_channel(g: Callable, label_noise: float, name: str = "generic", *, T
 
     def along(q, Vp, which):
         q, Vp = np.broadcast_arrays(np.asarray(q, float), np.asarray(Vp, float))
-        S = np.round(q + Vp, 12)
+        S = round_bits(q + Vp)
         out = np.empty(S.shape)
         for s_ in np.unique(S):
             k = S == s_
