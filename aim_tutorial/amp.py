@@ -709,9 +709,9 @@ def gamp_rie_start(X, y, rho: float, *, channel: str = "softmax", beta: float = 
                  else _make_half_step(ch, beta, noise, score, options.q_hat_from))
     problem = GampRieProblem(
         X=jnp.asarray(X, dtype=dtype), y=jnp.asarray(y, dtype=dtype), rho=rho, alpha=n / d**2,
-        half_step=half_step, S_ref=S_true if S_true is not None else jnp.asarray(np.zeros((d, d), dtype)),
+        half_step=half_step, S_ref=S_true if S_true is not None else jax.device_put(np.zeros((d, d), dtype)),
         has_truth=S_true is not None, options=options, rmt=_rmt())
-    zeros = jnp.asarray(np.zeros((n, T, T), dtype))  # a transfer: jnp.zeros would compile a program (10 ms)
+    zeros = jax.device_put(np.zeros((n, T, T), dtype))  # a transfer: jnp.zeros compiles a program (10 ms)
     state = GampRieState(S_hat=S_hat, c=options.c_init, Gamma=zeros, omega=zeros, V=options.c_init,
                          damping=options.damping, S_prev=S_hat)
     return problem, state
