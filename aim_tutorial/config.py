@@ -60,6 +60,7 @@ __all__ = [
     "algorithm_dtype",
     "algorithm_products",
     "GAMP_COMPILER_OPTIONS",
+    "XLA_OPTIONS",
     "gamp_jit",
     "matmul_precision",
     "compiled_flops",
@@ -173,13 +174,21 @@ def algorithm_products(fn):
 #: defaults: its 32 students x 1000 steps at d = 100 took the same time either way. The option
 #: is one of XLA's debug options, which hold every backend's settings; only the CPU compiler
 #: reads it. It changes how XLA writes the elementwise loops, so results can move at rounding
-#: level.
+#: level. ``AIM_XLA_OPTIONS=default`` (set before importing :mod:`aim_tutorial`) gives XLA's
+#: defaults back; ``benchmarks/run.py`` times the cold runs both ways.
 GAMP_COMPILER_OPTIONS = MappingProxyType({"xla_cpu_use_fusion_emitters": False})
+XLA_OPTIONS = ("tuned", "default")  # the values of AIM_XLA_OPTIONS
 
 
 def gamp_jit(fn=None, **kwargs):
     """:func:`jax.jit` with :data:`GAMP_COMPILER_OPTIONS`, for GAMP-RIE's programs; usable as a
-    decorator (``@gamp_jit``) or called (``gamp_jit(fn, static_argnums=...)``).
+    decorator (``@gamp_jit``) or called (``gamp_jit(fn, static_argnums=...)``). With the
+    environment variable ``AIM_XLA_OPTIONS=default`` plain :func:`jax.jit` (``tuned`` or unset:
+    the options); it is read when a program is defined, most of them when :mod:`aim_tutorial`
+    is imported.
+
+    Raises:
+        ValueError: ``AIM_XLA_OPTIONS`` is set to anything but one of :data:`XLA_OPTIONS`.
 
     Example:
         >>> import jax.numpy as jnp
@@ -189,6 +198,11 @@ def gamp_jit(fn=None, **kwargs):
     """
     if fn is None:
         return functools.partial(gamp_jit, **kwargs)
+    env = os.environ.get("AIM_XLA_OPTIONS", "").strip().lower() or "tuned"
+    if env not in XLA_OPTIONS:
+        raise ValueError(f"AIM_XLA_OPTIONS must be one of {XLA_OPTIONS} (or unset), got {env!r}")
+    if env == "default":
+        return jax.jit(fn, **kwargs)
     return jax.jit(fn, compiler_options=dict(GAMP_COMPILER_OPTIONS), **kwargs)
 
 

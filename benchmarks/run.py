@@ -230,12 +230,21 @@ AMP_TARGETS = {
 }
 
 
+XLA_ROUNDS = 3  # pairs of processes that time GAMP_COMPILER_OPTIONS against XLA's defaults
+XLA_OPTIONS = ("tuned", "default")  # aim_tutorial.config.XLA_OPTIONS, without importing JAX here
+
+
 def bench_amp_targets(quick=False):
     """``benchmarks/gamp_targets.py small``, ``big`` and ``batch`` (``small`` only with ``quick``),
     each in a fresh process, with the targets beside them. Each runs with JAX's persistent
     compilation cache in a new empty directory; ``small`` runs twice, so that its cold time is
     given both ways: ``cold`` the first process (compilation included) and ``cold_cached`` a second
-    process that reads the compiled programs from the cache (what a rerun of a chapter sees)."""
+    process that reads the compiled programs from the cache (what a rerun of a chapter sees).
+    Then what ``aim_tutorial.config.GAMP_COMPILER_OPTIONS`` changes: ``small`` in ``XLA_ROUNDS``
+    pairs of fresh processes, with the options (``AIM_XLA_OPTIONS=tuned``) and with XLA's
+    defaults (``default``), each with an empty cache: ``cold_xla_tuned``, ``warm_xla_tuned``,
+    ``cold_xla_default``, ``warm_xla_default``, a list each. A small case's ``cold`` is then the
+    median over the first process and those with the options (``cold_first_process`` the first)."""
     import tempfile
 
     out = {}
@@ -252,10 +261,29 @@ def bench_amp_targets(quick=False):
                     out[name]["warm_second_process"] = row["warm"]
                 else:
                     out[name] = row
+    # the options against XLA's defaults: fresh processes, each with an empty cache, taken in turn
+    # (tuned, default, tuned, ...) so that a shared machine's slow spells fall on both
+    for _ in range(1 if quick else XLA_ROUNDS):
+        for opt in XLA_OPTIONS:
+            with tempfile.TemporaryDirectory() as cache:
+                env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=cache, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+                           JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="-1", AIM_XLA_OPTIONS=opt)
+                run = subprocess.run([sys.executable, os.path.join(HERE, "gamp_targets.py"), "small"],
+                                     capture_output=True, text=True, check=True, env=env)
+            line = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT")][-1]
+            for name, row in json.loads(line[len("RESULT"):]).items():
+                for what in ("cold", "warm"):
+                    out[name].setdefault(f"{what}_xla_{opt}", []).append(row[what])
     for name, row in out.items():
+        if "cold_xla_tuned" in row:  # the cold time: the median of every process that started empty
+            row["cold_first_process"] = row["cold"]
+            row["cold"] = statistics.median([row["cold"], *row["cold_xla_tuned"]])
         row["target"] = AMP_TARGETS.get(name, {})
         extra = f", {row['speedup']:.2f}x the sequential runs" if "speedup" in row else ""
-        cached = f" ({row['cold_cached']:.3f} s from the compilation cache)" if "cold_cached" in row else ""
+        cached = (f" ({row['cold_cached']:.3f} s from the compilation cache; median cold / warm with the "
+                  f"options {statistics.median(row['cold_xla_tuned']):.3f} / {statistics.median(row['warm_xla_tuned']):.3f} s,"
+                  f" with XLA's defaults {statistics.median(row['cold_xla_default']):.3f} / "
+                  f"{statistics.median(row['warm_xla_default']):.3f} s)" if "cold_cached" in row else "")
         print(f"  {name}: warm {row['warm']:.3f} s, cold {row['cold']:.3f} s{cached}{extra} "
               f"(targets {row['target']})", flush=True)
     return out

@@ -64,6 +64,19 @@ def test_gamp_programs_are_compiled_with_the_gamp_compiler_options():
     assert runner.trace(1.0).lower()._lowering._compiler_options_kvs == want
 
 
+def test_aim_xla_options_gives_xla_defaults_back_and_refuses_other_values(monkeypatch):
+    from aim_tutorial.config import gamp_jit
+
+    x = jnp.ones(3)
+    monkeypatch.setenv("AIM_XLA_OPTIONS", " Default ")
+    assert gamp_jit(lambda a: a + 1).trace(x).lower()._lowering._compiler_options_kvs == ()
+    monkeypatch.setenv("AIM_XLA_OPTIONS", "tuned")
+    assert gamp_jit(lambda a: a + 1).trace(x).lower()._lowering._compiler_options_kvs != ()
+    monkeypatch.setenv("AIM_XLA_OPTIONS", "fast")
+    with pytest.raises(ValueError, match="AIM_XLA_OPTIONS must be one of"):
+        gamp_jit(lambda a: a + 1)
+
+
 def test_quadratic_forms_equal_the_einsum(key):
     """_quadratic_forms (a product and a broadcast sum, for XLA's sake) is x_a^T S x_b."""
     S, X, _, _ = _instance(key, 20, 0.5, T=3)
