@@ -199,11 +199,18 @@ def _executed_with_outputs(app, exception):
         nbformat.write(merged, path)
 
 
+# The narrowest a column of a PDF table gets: 8 digits. Sphinx's tabulary tables squeeze a
+# column down to 3 digits (sphinxlatextables.sty), which the benchmarks page's tables of ten
+# columns overran: "float64" printed as "float6", 11700 as "1170".
+_TYMIN = "\\setlength{\\tymin}{8\\fontcharwd\\font`0 }"
+
+
 def _latex_macros(app, config):
-    """The book's TeX macros (``mathjax3_config``) in the LaTeX preamble: one definition."""
+    """The book's TeX macros (``mathjax3_config``) in the LaTeX preamble: one definition; and
+    the narrowest width of a table's column (``_TYMIN``)."""
     macros = config.mathjax3_config.get("tex", {}).get("macros", {})
     lines = [f"\\providecommand{{\\{name}}}{{}}\\renewcommand{{\\{name}}}{{{body}}}"
-             for name, body in macros.items()]
+             for name, body in macros.items()] + [_TYMIN]
     elements = dict(config.latex_elements)
     elements["preamble"] = elements.get("preamble", "") + "\n" + "\n".join(lines) + "\n"
     config.latex_elements = elements

@@ -79,3 +79,27 @@ def test_figures_are_vector():
     assert len(graphics) >= figures > 30, (len(graphics), figures)
     assert {ext for _, ext in graphics} == {".pdf"}, graphics
     assert "Figure size" not in tex
+
+
+def test_benchmark_tables_fit_their_columns():
+    """The benchmarks page's tables (up to ten columns) print every cell inside its column: no
+    overfull line in them in the LaTeX log. Sphinx lets tabulary squeeze a column to three
+    digits, and "float64" printed as "float6" until the book's preamble set eight."""
+    tex = (ROOT / "_build" / "latex" / "book.tex").read_text(encoding="utf-8").splitlines()
+    log = (ROOT / "_build" / "latex" / "book.log").read_text(encoding="utf-8", errors="replace")
+    chapters = [i for i, line in enumerate(tex, 1) if line.startswith(r"\chapter{")]
+    first = next(i for i in chapters if r"\chapter{Benchmarks}" in tex[i - 1])
+    last = next((i for i in chapters if i > first), len(tex))
+    tables, start = [], None
+    for i, line in enumerate(tex, 1):
+        if r"\begin{tabulary}" in line:
+            start = i
+        elif r"\end{tabulary}" in line and start is not None:
+            if first <= start <= last:
+                tables.append((start, i))
+            start = None
+    assert len(tables) >= 8, tables
+    over = [(float(m[1]), int(m[2])) for m in
+            re.finditer(r"Overfull \\hbox \(([\d.]+)pt too wide\) in paragraph at lines (\d+)--\d+", log)]
+    inside = [(pt, line) for pt, line in over if any(a <= line <= b for a, b in tables) and pt > 1.0]
+    assert not inside, inside
