@@ -481,6 +481,68 @@ def test_se_status_names_an_oscillation():
     assert not conv and status.startswith("oscillating")
     conv, status = amp._se_status(np.array([0.5, 0.4, 0.4 + 1e-12]), 1.0, 1e-8)
     assert conv and status == "converged"
+    # period 2 means back within half a step of c^{t-2}: c = 0, 3, 1 turns back but lands exactly
+    # half a step (1 of 2) from 0, and 0, 1, 0.5 a whole step (0.5) from 1 -- neither oscillates
+    for mmse in ([0.0, 3.0, 1.0], [0.0, 1.0, 0.5]):
+        conv, status = amp._se_status(np.array(mmse), 5.0, 1e-8)
+        assert not conv and status.startswith("not converged"), mmse
+
+
+def test_stall_status_tells_a_fixed_point_from_jumps():
+    """Stopped by stall_patience: 'stationary' when the residuals since the best stay within 1 % of
+    the predicted error c (plus 100 tol), else 'oscillating'."""
+    assert amp._stall_status([0.004] * 5, 0.003, 3, 1e-10, 0.5).startswith("stationary")
+    assert amp._stall_status([0.01] * 5, 0.009, 3, 1e-10, 0.5).startswith("oscillating")
+    assert amp._stall_status([0.01] * 5, 0.009, 3, 1e-4, 0.5).startswith("stationary")  # 0.005 + 0.01
+
+
+def test_state_evolution_refuses_one_token_and_no_iterations():
+    with pytest.raises(ValueError, match="T must be an integer >= 2"):
+        aim.gamp_rie_state_evolution(0.5, RHO, T=1)
+    with pytest.raises(ValueError, match="n_iter"):
+        aim.gamp_rie_state_evolution(0.5, RHO, n_iter=0)
+    assert len(aim.gamp_rie_state_evolution(0.5, RHO, n_iter=1).mmse) == 1
+
+
+def test_block_rows_threshold_is_16_mib_of_tokens():
+    """Up to UNBLOCKED_BYTES (16 MiB) of tokens all samples at once, beyond it blocks of
+    BLOCK_BYTES (4 MiB); the sizes only, no array is made."""
+    T, d = 2, 256
+    per_sample = T * d * 8
+    at = jax.ShapeDtypeStruct((16 * 2**20 // per_sample, T, d), jnp.float64)
+    over = jax.ShapeDtypeStruct((16 * 2**20 // per_sample + 1, T, d), jnp.float64)
+    small = jax.ShapeDtypeStruct((1, T, d), jnp.float64)
+    assert amp._block_rows(at) == at.shape[0] and amp._block_rows(small) == 1
+    want = 4 * 2**20 // per_sample if jax.default_backend() == "cpu" else over.shape[0]
+    assert amp._block_rows(over) == want
+
+
+def test_a_step_whose_q_hat_fails_keeps_the_estimate():
+    """An infinite c makes omega and q_hat NaN: the step skips the denoiser, says so
+    (denoised False) and keeps S_hat and c."""
+    S = aim.sample_teacher(jax.random.key(0), 12, RHO)
+    X, y = aim.sample_data(jax.random.key(1), S, n=60, T=2)
+    problem, state = amp.gamp_rie_start(X, y, RHO, S_true=S, key=jax.random.key(2))
+    new, rec = amp.gamp_rie_step(problem, state._replace(c=math.inf, V=math.inf))
+    assert not rec.denoised and not math.isfinite(rec.q_hat)
+    assert new.c == math.inf and np.array_equal(np.asarray(new.S_hat), np.asarray(state.S_hat))
+    assert new.it == 1
+
+
+def test_adaptive_damping_reacts_to_a_period_two_return():
+    """The host step's oscillation rule: S_new back near S_{t-2} (here exactly: S_prev set to the
+    S_new the step will compute) while the residual exceeds tol halves the distance of the
+    damping to 1, and resets the growth count."""
+    S = aim.sample_teacher(jax.random.key(0), 12, RHO)
+    X, y = aim.sample_data(jax.random.key(1), S, n=60, T=2)
+    options = amp.GampRieOptions(adaptive_damping=True, damping=0.2)
+    problem, state = amp.gamp_rie_start(X, y, RHO, S_true=S, key=jax.random.key(2), options=options)
+    state, _ = amp.gamp_rie_step(problem, state)
+    ahead, rec = amp.gamp_rie_step(problem, state)  # where the second step goes
+    assert rec.residual > options.tol
+    new, _ = amp.gamp_rie_step(problem, state._replace(S_prev=ahead.S_hat))
+    assert ahead.damping == 0.2  # the same step without the return: no bump
+    assert new.damping == min(amp.MAX_ADAPTIVE_DAMPING, (1 + 0.2) / 2) > 0.2 and new.grow == 0
 
 
 class _FakeRmt:

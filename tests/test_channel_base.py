@@ -164,3 +164,16 @@ def test_softmax_log_partition_integrates_out_the_constant_direction(key, T):
     ref = [_softmax_reference(hh, o, Vp) for hh, o in zip(h, omega)]
     np.testing.assert_allclose(lz, ref, rtol=1e-12)
     np.testing.assert_allclose(lz_log, ref, rtol=1e-12)
+
+
+def test_round_bits_groups_rounding_noise_at_every_scale():
+    """The key that groups a state-evolution line's points: 40 significant bits at any magnitude."""
+    from aim_tutorial.channels.base import round_bits
+
+    for x in (1.234567891e-13, 1.234567891e-7, 0.7, 1.2345678901234567e4, -2.5e8):
+        assert round_bits(x) == round_bits(x * (1 + 4e-16)) == round_bits(x * (1 - 4e-16)), x
+        assert abs(round_bits(x) - x) <= 2.0**-40 * abs(x), x
+        assert round_bits(x) != round_bits(x * (1 + 1e-11)), x  # points 1e-11 apart keep their own tables
+    assert round_bits(1 + 2.0**-39) == 1 + 2.0**-39  # 40 bits: the 40th of 1 + 2^-39 stays
+    z = round_bits(np.array([0.0, np.inf, -np.inf, np.nan]))
+    assert z[0] == 0 and z[1] == np.inf and z[2] == -np.inf and np.isnan(z[3])

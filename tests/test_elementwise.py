@@ -79,18 +79,6 @@ def test_relu_with_label_noise_state_evolution_is_stationary():
         assert float(dE) == pytest.approx(float(H) / 4, rel=1e-6), q
 
 
-def test_round_bits_groups_rounding_noise_at_every_scale():
-    """The key that groups a state-evolution line's points: 40 significant bits at any magnitude."""
-    from aim_tutorial.channels.base import round_bits
-
-    for x in (1.234567891e-13, 1.234567891e-7, 0.7, 1.2345678901234567e4, -2.5e8):
-        assert round_bits(x) == round_bits(x * (1 + 4e-16)) == round_bits(x * (1 - 4e-16)), x
-        assert abs(round_bits(x) - x) <= 2.0**-40 * abs(x), x
-        assert round_bits(x) != round_bits(x * (1 + 1e-11)), x  # points 1e-11 apart keep their own tables
-    z = round_bits(np.array([0.0, np.inf, -np.inf, np.nan]))
-    assert z[0] == 0 and z[1] == np.inf and z[2] == -np.inf and np.isnan(z[3])
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("Q0", [1.5, 1.234567891e-7, 3e-13])
 def test_label_noise_tables_at_any_scale_of_the_line(Q0):
