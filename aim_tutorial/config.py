@@ -165,7 +165,7 @@ def algorithm_products(fn):
 
 
 #: XLA options of GAMP-RIE's programs (:func:`gamp_jit`). On a CPU, XLA's newer fusion emitters
-#: (the default in jax 0.10.2) compile these programs 1.5-1.9 times slower than its older ones
+#: (the default in jax 0.10.2) compile these programs 1.3-2.1 times slower than its older ones
 #: and run them no faster. On 2 cores: the output half step of softmax, T = 3, d = 150 compiled
 #: in 0.10-0.12 s against 0.18-0.21 s and the prior step in 0.035-0.043 s against 0.058 s; the
 #: warm runs of ``benchmarks/gamp_targets.py small`` and ``big`` took the same time (within the
