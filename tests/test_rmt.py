@@ -1,5 +1,6 @@
 """Tests of aim_tutorial.rmt: free convolution, support, RIE and the denoising MMSE."""
 
+import math
 import warnings
 
 import jax
@@ -1289,3 +1290,24 @@ def test_delta_below_the_floor_is_refused_and_the_floor_is_finite(rho):
                 call(below)
     for tiny in (0.5 * floor, 1e-310):
         assert np.isfinite(rmt.mmse_denoising(tiny, rho))
+
+
+def test_complex_critical_points_stay_outside_the_edges():
+    """The support's edges come from the real roots of the quartic z'(G) = 0. Where two roots are
+    complex, their common real part lies outside (g1, 0) and (0, g2), the critical points of the
+    outer edges: had it been inside, the edges would hang on which roots count as real
+    (mutation triage of rmt's 1e-9 threshold). A grid of 12 rho x 61 delta."""
+    pairs = 0
+    for rho in (0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9, 0.99, 1.0, 1.5, 3.0):
+        s = math.sqrt(rho)
+        for delta in np.logspace(-12, 3, 61):
+            q = np.roots([delta, -2 * delta * s, delta * s * s + s * s - 1, 2 * s, -s * s])
+            real = np.abs(q.imag) <= 1e-9 * (1 + np.abs(q))
+            g = np.sort(q[real].real)
+            g1, g2 = g[g < 0].max(), g[(g > 0) & (g < s)].min()
+            for x in q[~real].real:
+                pairs += 1
+                assert not (g1 < x < 0 or 0 < x < g2), (rho, delta, x, g1, g2)
+            edges = rmt._edges_g_cached(float(delta), s)
+            assert math.isclose(edges[0][2], g1) and math.isclose(edges[-1][3], g2), (rho, delta)
+    assert pairs > 500
