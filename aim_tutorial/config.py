@@ -171,9 +171,9 @@ def algorithm_products(fn):
 #: warm runs of ``benchmarks/gamp_targets.py small`` and ``big`` took the same time (within the
 #: 10 % a shared machine moves), and ``gamp_rie_batch``'s program for 8 hardmax instances at
 #: d = 80 (``batch``) ran in 1.64-1.87 s against 1.99-2.13 s. Gradient descent keeps XLA's
-#: defaults: its 32 students x 1000 steps at d = 100 took the same time either way. The option
-#: is one of XLA's debug options, which hold every backend's settings; only the CPU compiler
-#: reads it. It changes how XLA writes the elementwise loops, so results can move at rounding
+#: defaults: its 32 students x 1000 steps at d = 100 took the same time either way. The
+#: options apply to CPU programs only (:func:`gamp_jit` compiles without them for a GPU or TPU).
+#: The option changes how XLA writes the elementwise loops, so results can move at rounding
 #: level. ``AIM_XLA_OPTIONS=default`` (set before importing :mod:`aim_tutorial`) gives XLA's
 #: defaults back; ``benchmarks/run.py`` times the cold runs both ways.
 GAMP_COMPILER_OPTIONS = MappingProxyType({"xla_cpu_use_fusion_emitters": False})
@@ -181,11 +181,17 @@ XLA_OPTIONS = ("tuned", "default")  # the values of AIM_XLA_OPTIONS
 
 
 def gamp_jit(fn=None, **kwargs):
-    """:func:`jax.jit` with :data:`GAMP_COMPILER_OPTIONS`, for GAMP-RIE's programs; usable as a
-    decorator (``@gamp_jit``) or called (``gamp_jit(fn, static_argnums=...)``). With the
-    environment variable ``AIM_XLA_OPTIONS=default`` plain :func:`jax.jit` (``tuned`` or unset:
-    the options); it is read when a program is defined, most of them when :mod:`aim_tutorial`
-    is imported.
+    """:func:`jax.jit` with :data:`GAMP_COMPILER_OPTIONS` on a CPU, for GAMP-RIE's programs;
+    usable as a decorator (``@gamp_jit``) or called (``gamp_jit(fn, static_argnums=...)``).
+
+    The program compiled is chosen at each call by :func:`jax.default_backend`: with the options
+    on ``"cpu"``, plain :func:`jax.jit` on a GPU or TPU (whose compilers have no use for a CPU
+    option). With the environment variable ``AIM_XLA_OPTIONS=default``, plain :func:`jax.jit`
+    everywhere (``tuned`` or unset: the options); it is read when a program is defined, most
+    of them when :mod:`aim_tutorial` is imported. The result has ``lower``, ``trace`` and
+    ``__wrapped__`` as a jitted function has; called inside another trace (``jax.jit``,
+    ``jax.eval_shape``, ``jax.vmap``) it runs the function itself, since a nested program
+    takes no compiler options.
 
     Raises:
         ValueError: ``AIM_XLA_OPTIONS`` is set to anything but one of :data:`XLA_OPTIONS`.
@@ -203,7 +209,36 @@ def gamp_jit(fn=None, **kwargs):
         raise ValueError(f"AIM_XLA_OPTIONS must be one of {XLA_OPTIONS} (or unset), got {env!r}")
     if env == "default":
         return jax.jit(fn, **kwargs)
-    return jax.jit(fn, compiler_options=dict(GAMP_COMPILER_OPTIONS), **kwargs)
+    return _CpuTunedJit(fn, kwargs)
+
+
+class _CpuTunedJit:
+    """Two jitted versions of one function, with :data:`GAMP_COMPILER_OPTIONS` and without; the
+    backend picks one at each call (:func:`gamp_jit`)."""
+
+    def __init__(self, fn, kwargs):
+        functools.update_wrapper(self, fn)
+        self._tuned = jax.jit(fn, compiler_options=dict(GAMP_COMPILER_OPTIONS), **kwargs)
+        self._plain = jax.jit(fn, **kwargs)
+
+    def _pick(self):
+        return self._tuned if jax.default_backend() == "cpu" else self._plain
+
+    def __call__(self, *args, **kwargs):
+        if any(isinstance(a, jax.core.Tracer) for a in jax.tree.leaves((args, kwargs))):
+            # inside another trace (jit, eval_shape, vmap): the function itself, since a nested
+            # program takes no compiler options and the outer one compiles it anyway
+            return self.__wrapped__(*args, **kwargs)
+        return self._pick()(*args, **kwargs)
+
+    def lower(self, *args, **kwargs):
+        return self._pick().lower(*args, **kwargs)
+
+    def trace(self, *args, **kwargs):
+        return self._pick().trace(*args, **kwargs)
+
+    def eval_shape(self, *args, **kwargs):
+        return self._pick().eval_shape(*args, **kwargs)
 
 
 def spread_devices(count: int, devices=None) -> list:

@@ -72,6 +72,10 @@ def test_aim_xla_options_gives_xla_defaults_back_and_refuses_other_values(monkey
     assert gamp_jit(lambda a: a + 1).trace(x).lower()._lowering._compiler_options_kvs == ()
     monkeypatch.setenv("AIM_XLA_OPTIONS", "tuned")
     assert gamp_jit(lambda a: a + 1).trace(x).lower()._lowering._compiler_options_kvs != ()
+    # on a GPU or TPU the same function compiles without them
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert gamp_jit(lambda a: a + 1).trace(x).lower()._lowering._compiler_options_kvs == ()
+    monkeypatch.undo()
     monkeypatch.setenv("AIM_XLA_OPTIONS", "fast")
     with pytest.raises(ValueError, match="AIM_XLA_OPTIONS must be one of"):
         gamp_jit(lambda a: a + 1)
