@@ -847,3 +847,21 @@ def test_softmax_channel_output_is_the_softmax_of_beta_h(key, beta):
     e = np.exp(beta * h - np.max(beta * h, axis=-1, keepdims=True))
     np.testing.assert_allclose(out, e / e.sum(axis=-1, keepdims=True), rtol=1e-14)
     np.testing.assert_allclose(ch.get("softmax").output(h[0], beta), out[0], rtol=1e-15)
+
+
+def test_hardmax_table_interpolant_beyond_its_nodes():
+    """The hardmax state-evolution tables in t = q / V': a spline in log t between the nodes,
+    linear from the value at t = 0 below the first, and beyond the last either the last value
+    (E log Z, which tends to 0) or a power law with the last slope (log values)."""
+    from aim_tutorial.channels import hardmax as hm
+
+    lt = np.log(np.array([0.1, 0.3, 1.0, 3.0, 10.0]))
+    yy = np.array([-0.5, -0.3, -0.1, -0.03, -0.01])
+    f = hm._table_fn(lt, yy, -0.6, log_values=False)
+    assert np.allclose(f(np.array([10.0, 20.0, 1e6])), -0.01, rtol=0, atol=1e-15)  # the last value
+    assert f(0.05) == pytest.approx(-0.6 + (-0.5 + 0.6) * 0.5)  # linear to t = 0
+    assert f(1.0) == pytest.approx(-0.1)
+    g = hm._table_fn(lt, -yy, 0.6, log_values=True)  # positive values: a power law beyond
+    lg = np.log([g(10.0), g(1e2), g(1e3)])
+    assert g(10.0) == pytest.approx(0.01) and lg[1] - lg[0] == pytest.approx(lg[2] - lg[1])  # linear in log-log
+    assert 0 < g(1e3) < g(10.0)

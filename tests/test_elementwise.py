@@ -101,6 +101,17 @@ def test_label_noise_tables_at_any_scale_of_the_line(Q0):
     assert abs(H - ref) < 1e-8 * ref, (Q0, H, ref)
 
 
+@pytest.mark.slow
+def test_label_noise_state_evolution_at_zero_overlap():
+    """At q = 0 (the uninformed start of the state evolution) the line q + V' = V' holds the point
+    itself, and 40-bit rounding can put the line a hair below V' (0.7 rounds down): v/S then
+    exceeds 1 by rounding, which the table's logit must clamp. se_H at q = 0 is finite and equals
+    its value at q = 1e-300."""
+    ch = aim.elementwise_channel(lambda h: jnp.maximum(h, 0.0) / 2, label_noise=0.01)
+    H = ch.se_H(np.array([0.0, 1e-300]), np.array([0.7, 0.7]), 2, 1.0, "exact")
+    assert np.all(np.isfinite(H)) and H[0] == H[1], H
+
+
 @pytest.mark.parametrize("name, f, want", [
     ("relu", lambda h: jnp.maximum(h, 0.0) / 3, (0.0,)),
     ("clip", lambda h: jnp.clip(h, -0.5, 1.0), (-0.5, 1.0)),
