@@ -88,9 +88,7 @@ def _program(half_step, options: _amp.GampRieOptions, rho: float, has_truth: boo
     stall = o.stall_patience
 
     def output_half(X, y, S_hat, c, Gamma, omega, V, damp, alpha):
-        # the functions, not their jitted programs: a program inside another takes no compiler options
-        return half_step._rest_fn(_amp._quadratic_forms.__wrapped__(X, S_hat), X, y, S_hat, c, Gamma, omega, V, damp,
-                                  alpha)
+        return half_step.rest(_amp._quadratic_forms(X, S_hat), X, y, S_hat, c, Gamma, omega, V, damp, alpha)
 
     def denoise(lam, delta, ok):
         """Cleaned eigenvalues and mmse of every instance (``ok``: the instances that denoise)."""
@@ -127,7 +125,7 @@ def _program(half_step, options: _amp.GampRieOptions, rho: float, has_truth: boo
         den = ok_q & ok_R
         delta = 1.0 / jnp.where(den, q_hat, 1.0)
         xi, c_new = denoise(lam, delta, active & den)
-        S_new, residual, err, finite = jax.vmap(_amp._prior_step.__wrapped__)(O, xi, st["S_hat"], S_ref)
+        S_new, residual, err, finite = jax.vmap(_amp._prior_step)(O, xi, st["S_hat"], S_ref)
         residual, err = residual.astype(jnp.float64), err.astype(jnp.float64)
         est_ok = finite & jnp.isfinite(residual) & jnp.isfinite(c_new)
         good = den & est_ok

@@ -66,7 +66,7 @@ def batch(d, alpha, T, channel, B=8, repeats=3):
     # that a shared machine's slow spells fall on both
     fns = dict(sequential=sequential, batch=batched)
     times, res = {name: [] for name in fns}, {}
-    for rep in range(repeats + 1):
+    for _ in range(repeats + 1):
         for name, fn in fns.items():
             t0 = time.perf_counter()
             res[name] = fn()

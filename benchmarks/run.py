@@ -231,7 +231,6 @@ AMP_TARGETS = {
 
 
 XLA_ROUNDS = 3  # pairs of processes that time GAMP_COMPILER_OPTIONS against XLA's defaults
-XLA_OPTIONS = ("tuned", "default")  # aim_tutorial.config.XLA_OPTIONS, without importing JAX here
 
 
 def bench_amp_targets(quick=False):
@@ -246,6 +245,8 @@ def bench_amp_targets(quick=False):
     ``cold_xla_default``, ``warm_xla_default``, a list each. A small case's ``cold`` is then the
     median over the first process and those with the options (``cold_first_process`` the first)."""
     import tempfile
+
+    from aim_tutorial.config import XLA_OPTIONS
 
     out = {}
     with tempfile.TemporaryDirectory() as cache:
