@@ -212,6 +212,17 @@ def gamp_jit(fn=None, **kwargs):
     return _CpuTunedJit(fn, kwargs)
 
 
+@functools.lru_cache(maxsize=None)
+def _cpu_options_known() -> bool:
+    """Whether this jaxlib's XLA has :data:`GAMP_COMPILER_OPTIONS` (a newer one may have dropped an
+    option: it then refuses the program with "No such compile option"); one tiny program, once."""
+    try:
+        jax.jit(lambda a: a + 1, compiler_options=dict(GAMP_COMPILER_OPTIONS)).lower(np.float64(0.0)).compile()
+    except Exception:  # noqa: BLE001 - XLA's error type differs between versions
+        return False
+    return True
+
+
 class _CpuTunedJit:
     """Two jitted versions of one function, with :data:`GAMP_COMPILER_OPTIONS` and without; the
     backend picks one at each call (:func:`gamp_jit`)."""
@@ -222,7 +233,7 @@ class _CpuTunedJit:
         self._plain = jax.jit(fn, **kwargs)
 
     def _pick(self):
-        return self._tuned if jax.default_backend() == "cpu" else self._plain
+        return self._tuned if jax.default_backend() == "cpu" and _cpu_options_known() else self._plain
 
     def __call__(self, *args, **kwargs):
         if any(isinstance(a, jax.core.Tracer) for a in jax.tree.leaves((args, kwargs))):

@@ -76,6 +76,12 @@ def test_aim_xla_options_gives_xla_defaults_back_and_refuses_other_values(monkey
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     assert gamp_jit(lambda a: a + 1).trace(x).lower()._lowering._compiler_options_kvs == ()
     monkeypatch.undo()
+    # and so on a jaxlib whose XLA no longer knows the option (Colab installs the newest)
+    from aim_tutorial import config
+
+    monkeypatch.setattr(config, "_cpu_options_known", lambda: False)
+    assert gamp_jit(lambda a: a + 1).trace(x).lower()._lowering._compiler_options_kvs == ()
+    monkeypatch.undo()
     monkeypatch.setenv("AIM_XLA_OPTIONS", "fast")
     with pytest.raises(ValueError, match="AIM_XLA_OPTIONS must be one of"):
         gamp_jit(lambda a: a + 1)
