@@ -5,7 +5,8 @@ eigenvalues of ``R`` to the host, where :mod:`aim_tutorial.rmt` cleans them and 
 ``mmse_rho(Delta)``, and the host decides whether to stop. :func:`gamp_rie_batch` runs ``B``
 instances of the same sizes (a sweep point: several seeds) as one jitted ``lax.while_loop``:
 the iteration of :func:`aim_tutorial.amp.gamp_rie_step` for every instance at once (``vmap``; on a
-CPU the instances one after another inside the program, see ``_program``), the
+CPU each instance its own call of the program, as many at once as there are cores, see
+``_run_streams``), the
 RIE and ``mmse_rho`` in JAX (:mod:`aim_tutorial.rmt_device`), and the stopping rules of
 :func:`aim_tutorial.amp.gamp_rie_stop` on the device, each instance frozen at the iteration where
 its own rule fired, the loop ending when every instance has stopped. Nothing goes back to the
@@ -24,7 +25,10 @@ Reference: as :mod:`aim_tutorial.amp`; taught in chapter 5 (``book/05_amp.md``).
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
+import operator
+import os
 from typing import Optional
 
 import jax
@@ -266,9 +270,47 @@ def _run_compacting(run, st, X, y, S_ref, alpha, devices):
         st = out
 
 
+def _cores() -> int:
+    """The CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
+
+
+def _run_streams(run, st, X, y, S_ref, alpha, device, streams: int):
+    """On one CPU device: each instance its own call of the program (a batch of one), ``streams``
+    calls at a time (threads, each taking the next instance as it finishes one: an instance that
+    stops early frees its thread for the next). One compiled program for every batch size. Returns
+    the final state of every instance (NumPy), as :func:`_run_compacting` does.
+
+    Why: one instance's iteration does not keep the cores busy (its eigendecomposition, its RIE and
+    much of its score run on one thread), and XLA runs programs called from several threads at
+    once. On 2 cores, 8 hardmax instances (``d = 80``, ``alpha = 1``) took 2.28-2.40 s in two
+    streams, 2.54-2.63 s in one, and 2.80-2.87 s as one call that ran the eight one after another
+    (softmax ``alpha = 0.3``: 0.83-0.85, 1.06-1.09 and 1.16-1.77 s; four runs each, taking turns).
+    Three or four streams on 2 cores gave the same times as two."""
+    B = X.shape[0]
+    one = [jax.tree.map(operator.itemgetter(slice(b, b + 1)), (st, X, y, S_ref)) for b in range(B)]
+    floor = jnp.asarray(0)
+    # compiled once, here, before the threads call it (concurrent first calls would each compile)
+    compiled = run.lower(*one[0], alpha, floor).compile()
+
+    def job(b):
+        return _run_compacting(compiled, *one[b], alpha, [device])
+
+    if streams == 1:
+        parts = [job(b) for b in range(B)]
+    else:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=streams) as pool:
+            parts = list(pool.map(job, range(B)))
+    return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+
+
 def gamp_rie_batch(X, y, rho: float, *, channel: str = "softmax", beta: float = 1.0, noise: float = 0.0,
                    keys=None, S_true=None, score: str = "exact", log_outputs: bool = False,
-                   options: Optional[_amp.GampRieOptions] = None, dtype=None, devices=None) -> list:
+                   options: Optional[_amp.GampRieOptions] = None, dtype=None, devices=None,
+                   streams: Optional[int] = None) -> list:
     """GAMP-RIE on ``B`` instances of the same sizes at once, the whole loop on the device.
 
     The algorithm, its settings and its stopping rules are those of :func:`aim_tutorial.gamp_rie`
@@ -294,7 +336,11 @@ def gamp_rie_batch(X, y, rho: float, *, channel: str = "softmax", beta: float = 
             loop over its instances (``shard_map``); one device gives the same numbers. On CPU
             devices a device's instances run one after another inside its program, each its own
             loop (see ``_program``: faster, and on forced host devices batched ones hung at
-            ``d >= 36``).
+            ``d >= 36``); on one CPU device, each instance in its own call (``streams``).
+        streams: on one CPU device, how many instances run at once (threads, each instance its
+            own call of the program, see ``_run_streams``; ``None``: the cores this process may
+            use, at most ``B``). ``1``: one after another. Unused on accelerators and on several
+            devices (the devices run at once). The results do not depend on it.
 
     Returns:
         a list of ``B`` :class:`~aim_tutorial.amp.GampRieResult`, in the order of the instances.
@@ -328,6 +374,8 @@ def gamp_rie_batch(X, y, rho: float, *, channel: str = "softmax", beta: float = 
     options = _amp.GampRieOptions() if options is None else options
     if not isinstance(options, _amp.GampRieOptions):
         raise _checks.ArgumentTypeError(f"options must be a GampRieOptions, got {type(options).__name__}")
+    if streams is not None:
+        streams = _checks.integer_at_least("streams", streams, 1)
     if keys is not None:
         keys = list(keys)
         if len(keys) != B:
@@ -363,7 +411,11 @@ def gamp_rie_batch(X, y, rho: float, *, channel: str = "softmax", beta: float = 
     S_ref = jnp.stack([p.S_ref for p in problems])
     alpha = jnp.asarray(p0.alpha, dt)
     with _amp.one_blas_thread():  # the eigendecompositions run on LAPACK: see one_blas_thread
-        out = _run_compacting(_runner(loop, tuple(devices)), st, Xb, yb, S_ref, alpha, devices)
+        run = _runner(loop, tuple(devices))
+        if len(devices) == 1 and _one_at_a_time(devices):
+            out = _run_streams(run, st, Xb, yb, S_ref, alpha, devices[0], min(B, streams or _cores()))
+        else:
+            out = _run_compacting(run, st, Xb, yb, S_ref, alpha, devices)
     policy = _amp.GampRieStopPolicy.from_options(o, p0.rho)
     results = []
     for b in range(B):

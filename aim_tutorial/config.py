@@ -170,7 +170,9 @@ def algorithm_products(fn):
 #: in 0.10-0.12 s against 0.18-0.21 s and the prior step in 0.035-0.043 s against 0.058 s; the
 #: warm runs of ``benchmarks/gamp_targets.py small`` and ``big`` took the same time (within the
 #: 10 % a shared machine moves), and ``gamp_rie_batch``'s program for 8 hardmax instances at
-#: d = 80 (``batch``) ran in 1.64-1.87 s against 1.99-2.13 s. Gradient descent keeps XLA's
+#: d = 80 (``batch``) ran in 1.64-1.87 s against 1.99-2.13 s while it took the instances one after
+#: another in one call (one call an instance, two at a time, on another 2-core machine: 2.29-2.38 s
+#: against 2.39-2.41 s, within noise). Gradient descent keeps XLA's
 #: defaults: its 32 students x 1000 steps at d = 100 took the same time either way. The
 #: options apply to CPU programs only (:func:`gamp_jit` compiles without them for a GPU or TPU).
 #: The option changes how XLA writes the elementwise loops, so results can move at rounding

@@ -16,6 +16,8 @@ checkout (``git worktree add /tmp/old HEAD~1``), one after the other.
 """
 
 import json
+import os
+import resource
 import statistics
 import sys
 import time
@@ -23,6 +25,16 @@ import time
 import jax
 
 import aim_tutorial as aim
+
+
+def _cpu_seconds():
+    """CPU time of this process so far, every thread, user and system."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _cores():
+    return len(os.sched_getaffinity(0))
 
 
 def timed(d, alpha, T, channel, repeats=3, **kw):
@@ -46,8 +58,10 @@ def timed(d, alpha, T, channel, repeats=3, **kw):
 
 
 def batch(d, alpha, T, channel, B=8, repeats=3):
-    """``B`` instances (seeds 0..B-1) run by ``gamp_rie`` one after another, then as one program by
-    ``gamp_rie_batch`` (same keys: the same results); cold (first) and warm (median) times of each."""
+    """``B`` instances (seeds 0..B-1) run by ``gamp_rie`` one after another, then by
+    ``gamp_rie_batch`` (same keys: the same results; on a CPU its default ``streams``, one per core);
+    cold (first) and warm (median) times of each, and the process's CPU time of the warm runs
+    (median; ``cpu`` the batch's, ``seq_cpu`` the sequential runs')."""
     import jax.numpy as jnp
 
     from aim_tutorial.amp_device import gamp_rie_batch
@@ -63,16 +77,19 @@ def batch(d, alpha, T, channel, B=8, repeats=3):
         return gamp_rie_batch(X, y, 0.5, channel=channel, S_true=S, keys=keys)
 
     # the cold run of each, then the warm runs taking turns (sequential, batch, sequential, ...), so
-    # that a shared machine's slow spells fall on both
+    # that a shared machine's slow spells fall on both; the process's CPU time (every thread) beside
+    # the wall time of each run
     fns = dict(sequential=sequential, batch=batched)
-    times, res = {name: [] for name in fns}, {}
+    times, cpu, res = {name: [] for name in fns}, {name: [] for name in fns}, {}
     for _ in range(repeats + 1):
         for name, fn in fns.items():
-            t0 = time.perf_counter()
+            c0, t0 = _cpu_seconds(), time.perf_counter()
             res[name] = fn()
             jax.block_until_ready(res[name][-1].S_hat)
             times[name].append(time.perf_counter() - t0)
+            cpu[name].append(_cpu_seconds() - c0)
     out = {name: dict(cold=times[name][0], warm=statistics.median(times[name][1:]),
+                      cpu=statistics.median(cpu[name][1:]),
                       iters=[int(r.n_iter) for r in res[name]], errors=[float(r.error) for r in res[name]],
                       status=[r.status.split(":")[0] for r in res[name]]) for name in fns}
     same = all(a == b for a, b in zip(out["sequential"]["iters"], out["batch"]["iters"]))
@@ -91,6 +108,7 @@ def batch(d, alpha, T, channel, B=8, repeats=3):
             half.append(time.perf_counter() - t0)
     seq_iter = out["sequential"]["warm"] / sum(out["sequential"]["iters"])
     return dict(cold=out["batch"]["cold"], warm=out["batch"]["warm"], seq_cold=out["sequential"]["cold"],
+                cpu=out["batch"]["cpu"], seq_cpu=out["sequential"]["cpu"], cores=_cores(), streams=min(B, _cores()),
                 half_step=statistics.median(half[1:]), seq_per_iteration=seq_iter,
                 seq_warm=out["sequential"]["warm"], speedup=out["sequential"]["warm"] / out["batch"]["warm"],
                 iters=sum(out["batch"]["iters"]), status=f"{B} instances, same iterations: {same}",

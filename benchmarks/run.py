@@ -11,7 +11,7 @@ program), their rate, and the rate of a matrix product of the same shape and dty
 in the same run: how far each is from the machine's limit. Gradient descent also runs with
 its students on one device and spread over ``--devices`` host devices forced with
 ``XLA_FLAGS`` (a fresh process), and so do eight GAMP-RIE instances (``gamp_rie_batch``).
-``--only amp amp_targets amp_devices gd`` reruns those parts alone into an existing ``results.json``
+``--only amp amp_targets amp_batch amp_devices gd`` reruns those parts alone into an existing ``results.json``
 (``rerun`` in the file records which, when and by what command).
 
 Writes ``benchmarks/results.json`` (every number, with the machine, the versions,
@@ -234,8 +234,9 @@ XLA_ROUNDS = 3  # pairs of processes that time GAMP_COMPILER_OPTIONS against XLA
 
 
 def bench_amp_targets(quick=False):
-    """``benchmarks/gamp_targets.py small``, ``big`` and ``batch`` (``small`` only with ``quick``),
-    each in a fresh process, with the targets beside them. Each runs with JAX's persistent
+    """``benchmarks/gamp_targets.py small``, ``big`` and ``batch`` (``small`` only with ``quick``;
+    ``batch`` in :data:`BATCH_ROUNDS` processes, :func:`bench_amp_batch`), each in a fresh process,
+    with the targets beside them. Each runs with JAX's persistent
     compilation cache in a new empty directory; ``small`` runs twice, so that its cold time is
     given both ways: ``cold`` the first process (compilation included) and ``cold_cached`` a second
     process that reads the compiled programs from the cache (what a rerun of a chapter sees).
@@ -252,7 +253,7 @@ def bench_amp_targets(quick=False):
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=cache, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
                    JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="-1")
-        for which in ("small", "small") if quick else ("small", "small", "big", "batch"):
+        for which in ("small", "small") if quick else ("small", "small", "big"):
             cmd = [sys.executable, os.path.join(HERE, "gamp_targets.py"), which]
             run = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env)
             line = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT")][-1]
@@ -262,6 +263,8 @@ def bench_amp_targets(quick=False):
                     out[name]["warm_second_process"] = row["warm"]
                 else:
                     out[name] = row
+    if not quick:
+        out.update(bench_amp_batch())
     # the options against XLA's defaults: fresh processes, each with an empty cache, taken in turn
     # (tuned, default, tuned, ...) so that a shared machine's slow spells fall on both
     for _ in range(1 if quick else XLA_ROUNDS):
@@ -287,6 +290,38 @@ def bench_amp_targets(quick=False):
                   f"{statistics.median(row['warm_xla_default']):.3f} s)" if "cold_cached" in row else "")
         print(f"  {name}: warm {row['warm']:.3f} s, cold {row['cold']:.3f} s{cached}{extra} "
               f"(targets {row['target']})", flush=True)
+    return out
+
+
+BATCH_ROUNDS = 3  # fresh processes of ``gamp_targets.py batch``: the batch's speed-up moves by 10-20 %
+
+
+def bench_amp_batch(rounds=BATCH_ROUNDS):
+    """``benchmarks/gamp_targets.py batch`` in ``rounds`` fresh processes, each with an empty
+    compilation cache: the batch cases of :func:`bench_amp_targets`, with their targets. Each case
+    is the process whose speed-up is the median, with every process's speed-up in
+    ``speedup_runs`` (``--only amp_batch`` puts them into ``amp_targets``, the other cases kept)."""
+    import tempfile
+
+    runs = []
+    for _ in range(rounds):
+        with tempfile.TemporaryDirectory() as cache:
+            env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=cache, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+                       JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="-1")
+            run = subprocess.run([sys.executable, os.path.join(HERE, "gamp_targets.py"), "batch"],
+                                 capture_output=True, text=True, check=True, env=env)
+        line = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT")][-1]
+        runs.append(json.loads(line[len("RESULT"):]))
+    out = {}
+    for name in runs[0]:
+        rows = sorted((r[name] for r in runs), key=lambda row: row["speedup"])
+        row = dict(rows[len(rows) // 2])
+        row["speedup_runs"] = [r[name]["speedup"] for r in runs]
+        row["target"] = AMP_TARGETS.get(name, {})
+        out[name] = row
+        print(f"  {name}: warm {row['warm']:.3f} s, cold {row['cold']:.3f} s, {row['speedup']:.2f}x the "
+              f"sequential runs (median of {rounds} processes: "
+              f"{', '.join(f'{v:.2f}' for v in row['speedup_runs'])}; targets {row['target']})", flush=True)
     return out
 
 
@@ -540,21 +575,26 @@ def write_markdown(res, path):
         batches = {k: r for k, r in res["amp_targets"].items() if "speedup" in r}
         if batches:
             L += ["", "Several instances as one program (`aim_tutorial.amp_device.gamp_rie_batch`, the loop on "
-                  "the device) against the same instances run by `gamp_rie` one after another. A sequential "
-                  "iteration is the jitted half step (the score and the O(n T d^2) products) plus the host's "
-                  "part (the RIE, mmse_rho, dispatch); where the half step alone fills the cores, a batch can "
-                  "save only the host's part: the last column is the speed-up of a batch that saved all of it:",
+                  "the device; on a CPU one instance a call, as many at once as there are cores) against the "
+                  "same instances run by `gamp_rie` one after another. A sequential iteration is the jitted "
+                  "half step (the score and the O(n T d^2) products) plus the host's part (the RIE, mmse_rho, "
+                  "dispatch), and one instance keeps the cores busy only part of the time. Cores busy: the "
+                  "process's CPU time (every thread) over the wall time of the warm runs; a batch that kept "
+                  "every core busy with its own CPU time would take that CPU time over the cores. The "
+                  "speed-up is the median of fresh processes (their range), the other columns that process's:",
                   "",
                   "| case | sequential warm (s) | batch warm (s) | speed-up | target | sequential cold (s) "
-                  "| batch cold (s) | largest difference of the errors | sequential ms / iteration "
-                  "| half step alone (ms) | their ratio |",
+                  "| batch cold (s) | largest difference of the errors | cores busy, sequential | "
+                  "cores busy, batch | CPU time, sequential / batch (s) |",
                   "|---|---|---|---|---|---|---|---|---|---|---|"]
             for name, r in batches.items():
-                half = (f"{1e3 * r['seq_per_iteration']:.1f} | {1e3 * r['half_step']:.1f} | "
-                        f"{r['seq_per_iteration'] / r['half_step']:.2f}" if "half_step" in r else " | | ")
-                L.append(f"| {name} | {r['seq_warm']:.3f} | {r['warm']:.3f} | {r['speedup']:.2f} | "
+                busy = (f"{r['seq_cpu'] / r['seq_warm']:.2f} | {r['cpu'] / r['warm']:.2f} of {r['cores']} | "
+                        f"{r['seq_cpu']:.2f} / {r['cpu']:.2f}" if "cpu" in r else " | | ")
+                runs = r.get("speedup_runs", [r["speedup"]])
+                L.append(f"| {name} | {r['seq_warm']:.3f} | {r['warm']:.3f} | {r['speedup']:.2f} "
+                         f"({min(runs):.2f}-{max(runs):.2f}) | "
                          f"{r['target'].get('speedup', '')} | {r['seq_cold']:.2f} | {r['cold']:.2f} | "
-                         f"{r['max_error_diff']:.1e} | {half} |")
+                         f"{r['max_error_diff']:.1e} | {busy} |")
     g = res["gd"]
     L += ["", f"## Gradient descent (Adam, lr {g['lr']}, T = 2, alpha = {g['alpha']})", "",
           "`train_gd` warm: the whole call (its steps in 20 jitted chunks, or one a step below 20 steps; "
@@ -658,8 +698,9 @@ def main(argv=None):
     p.add_argument("--_amp-point", nargs=5, help=argparse.SUPPRESS)
     p.add_argument("--_gd-devices-point", nargs=4, help=argparse.SUPPRESS)
     p.add_argument("--_amp-devices-point", nargs=3, help=argparse.SUPPRESS)
-    p.add_argument("--only", nargs="+", choices=("amp", "amp_targets", "amp_devices", "gd"),
-                   help="run only these parts and put them into the existing results.json")
+    p.add_argument("--only", nargs="+", choices=("amp", "amp_targets", "amp_batch", "amp_devices", "gd"),
+                   help="run only these parts and put them into the existing results.json (amp_batch: the "
+                        "batch cases of amp_targets alone)")
     a = p.parse_args(argv)
     if a._amp_point:
         d, alpha, iters, repeats, dtype = a._amp_point
@@ -684,7 +725,10 @@ def main(argv=None):
         command = "python benchmarks/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
         for part in a.only:
             print(f"{part} ...", flush=True)
-            res[part] = parts[part]()
+            if part == "amp_batch":
+                res["amp_targets"].update(bench_amp_batch())
+            else:
+                res[part] = parts[part]()
             res.setdefault("rerun", {})[part] = dict(command=command, loadavg_end=list(os.getloadavg()),
                                                      date=machine()["date"])
         write_outputs(res, a.out)

@@ -144,6 +144,26 @@ def test_bad_batches_are_refused():
         gamp_rie_batch(X, y, -1.0, options=GampRieOptions(init="mean"))
 
 
+def test_streams_do_not_change_the_results():
+    """On a CPU the instances run in ``streams`` programs at once (threads), each instance its own
+    call: every stream count gives the same numbers, to the last bit, in the order of the instances
+    (4 instances that stop at different iterations, so that threads finish out of order)."""
+    S, X, y = _batch(12, 4, 12, 0.3)
+    keys = list(jax.random.split(jax.random.key(13), 4))
+    runs = {k: gamp_rie_batch(X, y, RHO, keys=keys, S_true=S, streams=k) for k in (1, 2, 3, 8)}
+    assert len({r.n_iter for r in runs[1]}) > 1
+    for k, res in runs.items():
+        assert len(res) == 4
+        for a, b in zip(runs[1], res):
+            assert (a.n_iter, a.status) == (b.n_iter, b.status), k
+            np.testing.assert_array_equal(np.asarray(a.S_hat), np.asarray(b.S_hat))
+            np.testing.assert_array_equal(a.history.residual, b.history.residual)
+    with pytest.raises(ValueError, match="streams"):
+        gamp_rie_batch(X, y, RHO, keys=keys, streams=0)
+    with pytest.raises(TypeError, match="streams"):
+        gamp_rie_batch(X, y, RHO, keys=keys, streams=2.0)
+
+
 def test_batch_in_float32_matches_gamp_rie_in_float32():
     """dtype="float32" (the default on a GPU): the same iterations and statuses as gamp_rie in
     float32, errors within 1e-5 (2.3e-7 measured: the two reduce in different orders)."""

@@ -163,7 +163,7 @@ def test_log_phi2_third_against_high_precision_and_the_quadrature():
     other = (args[0][:200], args[1][:200], jnp.asarray(np.where(cc[:200] > 0, 0.25, -0.25)))
     a, b = np.asarray(third(*other)), np.asarray(quad(*other))
     assert np.max(np.abs(a - b) / np.maximum(1, np.abs(b))) < 1e-12  # rounding: 2.3e-13 measured
-    # every entry to the quadrature (both k negative at c = -1/3): 32 passes of 1/32 of them, the
+    # every entry to the quadrature (both k negative at c = -1/3): pass after pass of a few, the
     # same values as _log_phi2 on all at once
     kk = -np.abs(k[:, :640])
     args = (jnp.asarray(kk[0]), jnp.asarray(kk[1]), jnp.full(640, -1 / 3))

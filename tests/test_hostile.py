@@ -224,7 +224,7 @@ SPECS = [
      dict(X=np.stack([X0, X0]), y=np.stack([YLIN, YLIN]), rho=0.5, channel="linear",
           options=aim.amp.GampRieOptions(init="mean", max_iter=3)),
      {"X": "array", "y": "array", "rho": "pos", "channel": "choice", "beta": "pos", "noise": "nonneg",
-      "log_outputs": "bool"}),
+      "log_outputs": "bool", "streams": "int1"}),
     ("gamp_rie", aim.gamp_rie, dict(X=X0, y=YLIN, rho=0.5, channel="linear", key=K, max_iter=3),
      {"X": "array", "y": "array", "rho": "pos", "channel": "choice", "noise": "nonneg", "key": "key",
       "init": "choice", "damping": "fraction", "max_iter": "int1", "tol": "pos", "score": "choice",

@@ -45,6 +45,11 @@ class _Spy:
         self.texts.append(self.jitted.lower(*args, **kwargs).as_text())
         return self.jitted(*args, **kwargs)
 
+    def lower(self, *args, **kwargs):  # ahead-of-time compilation (gamp_rie_batch on a CPU)
+        lowered = self.jitted.lower(*args, **kwargs)
+        self.texts.append(lowered.as_text())
+        return lowered
+
 
 def test_matmul_precision_reads_the_environment(monkeypatch):
     monkeypatch.delenv("AIM_MATMUL_PRECISION", raising=False)
