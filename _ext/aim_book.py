@@ -204,13 +204,23 @@ def _executed_with_outputs(app, exception):
 # columns overran: "float64" printed as "float6", 11700 as "1170".
 _TYMIN = "\\setlength{\\tymin}{8\\fontcharwd\\font`0 }"
 
+# Inline code may break after an underscore. Sphinx breaks inline literals only after . , ; ? ! /
+# (sphinxlatexliterals.sty), and a name such as alpha_perfect_recovery in a narrow column of the
+# notation page ran up to 64 pt into the next one.
+_UNDERSCORE_BREAKS = (
+    "\\makeatletter\\let\\aim@upquote\\sphinxupquote"
+    "\\protected\\def\\sphinxupquote#1{{\\let\\aim@us\\_\\def\\_{\\aim@us\\discretionary{}{}{}}"
+    "\\aim@upquote{#1}}}\\makeatother"
+)
+
 
 def _latex_macros(app, config):
     """The book's TeX macros (``mathjax3_config``) in the LaTeX preamble: one definition; and
-    the narrowest width of a table's column (``_TYMIN``)."""
+    the narrowest width of a table's column (``_TYMIN``); breaks after underscores in inline code
+    (``_UNDERSCORE_BREAKS``)."""
     macros = config.mathjax3_config.get("tex", {}).get("macros", {})
     lines = [f"\\providecommand{{\\{name}}}{{}}\\renewcommand{{\\{name}}}{{{body}}}"
-             for name, body in macros.items()] + [_TYMIN]
+             for name, body in macros.items()] + [_TYMIN, _UNDERSCORE_BREAKS]
     elements = dict(config.latex_elements)
     elements["preamble"] = elements.get("preamble", "") + "\n" + "\n".join(lines) + "\n"
     config.latex_elements = elements

@@ -108,6 +108,7 @@ KINDS = {
     "real": lambda v: _bad_real(),
     "int1": lambda v: _bad_int(1),
     "int2": lambda v: _bad_int(2),
+    "int1_or_none": lambda v: [b for b in _bad_int(1) if b is not None],  # None: the default
     "key": lambda v: _bad_key(),
     "choice": lambda v: _bad_choice(),
     "array": _bad_array,
@@ -224,7 +225,7 @@ SPECS = [
      dict(X=np.stack([X0, X0]), y=np.stack([YLIN, YLIN]), rho=0.5, channel="linear",
           options=aim.amp.GampRieOptions(init="mean", max_iter=3)),
      {"X": "array", "y": "array", "rho": "pos", "channel": "choice", "beta": "pos", "noise": "nonneg",
-      "log_outputs": "bool", "streams": "int1"}),
+      "log_outputs": "bool", "streams": "int1_or_none"}),
     ("gamp_rie", aim.gamp_rie, dict(X=X0, y=YLIN, rho=0.5, channel="linear", key=K, max_iter=3),
      {"X": "array", "y": "array", "rho": "pos", "channel": "choice", "noise": "nonneg", "key": "key",
       "init": "choice", "damping": "fraction", "max_iter": "int1", "tol": "pos", "score": "choice",
