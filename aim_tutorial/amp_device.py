@@ -291,13 +291,15 @@ def _run_streams(run, st, X, y, S_ref, alpha, device, streams: int):
     (softmax ``alpha = 0.3``: 0.83-0.85, 1.06-1.09 and 1.16-1.77 s; four runs each, taking turns).
     Three or four streams on 2 cores gave the same times as two."""
     B = X.shape[0]
-    one = [jax.tree.map(operator.itemgetter(slice(b, b + 1)), (st, X, y, S_ref)) for b in range(B)]
-    floor = jnp.asarray(0)
+
+    def one(b):  # instance b's arrays, sliced when its turn comes (not all copied at once)
+        return jax.tree.map(operator.itemgetter(slice(b, b + 1)), (st, X, y, S_ref))
+
     # compiled once, here, before the threads call it (concurrent first calls would each compile)
-    compiled = run.lower(*one[0], alpha, floor).compile()
+    compiled = run.lower(*one(0), alpha, jnp.asarray(0)).compile()
 
     def job(b):
-        return _run_compacting(compiled, *one[b], alpha, [device])
+        return _run_compacting(compiled, *one(b), alpha, [device])
 
     if streams == 1:
         parts = [job(b) for b in range(B)]
