@@ -158,6 +158,14 @@ def test_streams_do_not_change_the_results():
             assert (a.n_iter, a.status) == (b.n_iter, b.status), k
             np.testing.assert_array_equal(np.asarray(a.S_hat), np.asarray(b.S_hat))
             np.testing.assert_array_equal(a.history.residual, b.history.residual)
+    # on one CPU device the instances go to the streams, by default as many as the cores (at most B)
+    calls = []
+    run_streams = amp_device._run_streams
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(amp_device, "_run_streams", lambda *a: calls.append(a[-1]) or run_streams(*a))
+        gamp_rie_batch(X, y, RHO, keys=keys, S_true=S)
+        gamp_rie_batch(X, y, RHO, keys=keys, S_true=S, streams=3)
+    assert calls == [min(4, amp_device._cores()), 3]
     with pytest.raises(ValueError, match="streams"):
         gamp_rie_batch(X, y, RHO, keys=keys, streams=0)
     with pytest.raises(TypeError, match="streams"):
