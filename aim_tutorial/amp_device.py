@@ -301,11 +301,8 @@ def _run_streams(run, st, X, y, S_ref, alpha, device, streams: int):
     def job(b):
         return _run_compacting(compiled, *one(b), alpha, [device])
 
-    if streams == 1:
-        parts = [job(b) for b in range(B)]
-    else:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=streams) as pool:
-            parts = list(pool.map(job, range(B)))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=streams) as pool:
+        parts = list(pool.map(job, range(B)))
     return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
 
 

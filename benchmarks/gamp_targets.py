@@ -16,7 +16,6 @@ checkout (``git worktree add /tmp/old HEAD~1``), one after the other.
 """
 
 import json
-import os
 import resource
 import statistics
 import sys
@@ -31,10 +30,6 @@ def _cpu_seconds():
     """CPU time of this process so far, every thread, user and system."""
     ru = resource.getrusage(resource.RUSAGE_SELF)
     return ru.ru_utime + ru.ru_stime
-
-
-def _cores():
-    return len(os.sched_getaffinity(0))
 
 
 def timed(d, alpha, T, channel, repeats=3, **kw):
@@ -64,7 +59,7 @@ def batch(d, alpha, T, channel, B=8, repeats=3):
     (median; ``cpu`` the batch's, ``seq_cpu`` the sequential runs')."""
     import jax.numpy as jnp
 
-    from aim_tutorial.amp_device import gamp_rie_batch
+    from aim_tutorial.amp_device import _cores, gamp_rie_batch
 
     insts = [aim.make_instance(jax.random.key(s), d, 0.5, alpha, T, channel=channel) for s in range(B)]
     X, y, S = (jnp.stack([getattr(i, f) for i in insts]) for f in ("X", "y", "S"))
@@ -93,23 +88,10 @@ def batch(d, alpha, T, channel, B=8, repeats=3):
                       iters=[int(r.n_iter) for r in res[name]], errors=[float(r.error) for r in res[name]],
                       status=[r.status.split(":")[0] for r in res[name]]) for name in fns}
     same = all(a == b for a, b in zip(out["sequential"]["iters"], out["batch"]["iters"]))
-    # the jitted half step of one instance alone (the score and the O(n T d^2) products): the part
-    # of a sequential iteration that a batch cannot save on a device whose arithmetic it fills
-    from aim_tutorial.amp import gamp_rie_start, one_blas_thread
-
-    problem, state = gamp_rie_start(insts[0].X, insts[0].y, 0.5, channel=channel, S_true=insts[0].S,
-                                    key=insts[0].key)
-    args = (problem.X, problem.y, state.S_hat, state.c, state.Gamma, state.omega, state.V, 0.5, problem.alpha)
-    half = []
-    with one_blas_thread():
-        for _ in range(21):
-            t0 = time.perf_counter()
-            jax.block_until_ready(problem.half_step(*args))
-            half.append(time.perf_counter() - t0)
     seq_iter = out["sequential"]["warm"] / sum(out["sequential"]["iters"])
     return dict(cold=out["batch"]["cold"], warm=out["batch"]["warm"], seq_cold=out["sequential"]["cold"],
                 cpu=out["batch"]["cpu"], seq_cpu=out["sequential"]["cpu"], cores=_cores(), streams=min(B, _cores()),
-                half_step=statistics.median(half[1:]), seq_per_iteration=seq_iter,
+                seq_per_iteration=seq_iter,
                 seq_warm=out["sequential"]["warm"], speedup=out["sequential"]["warm"] / out["batch"]["warm"],
                 iters=sum(out["batch"]["iters"]), status=f"{B} instances, same iterations: {same}",
                 max_error_diff=max(abs(a - b) for a, b in zip(out["sequential"]["errors"], out["batch"]["errors"])))

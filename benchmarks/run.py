@@ -233,6 +233,18 @@ AMP_TARGETS = {
 XLA_ROUNDS = 3  # pairs of processes that time GAMP_COMPILER_OPTIONS against XLA's defaults
 
 
+def _gamp_targets(which, cache, **env):
+    """``benchmarks/gamp_targets.py which`` in a fresh process whose JAX persistent compilation
+    cache is the directory ``cache`` (every program kept), ``env`` added to its environment: its
+    ``RESULT`` line, a dict of cases."""
+    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=cache, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+               JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="-1", **env)
+    run = subprocess.run([sys.executable, os.path.join(HERE, "gamp_targets.py"), which],
+                         capture_output=True, text=True, check=True, env=env)
+    line = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT")][-1]
+    return json.loads(line[len("RESULT"):])
+
+
 def bench_amp_targets(quick=False):
     """``benchmarks/gamp_targets.py small``, ``big`` and ``batch`` (``small`` only with ``quick``;
     ``batch`` in :data:`BATCH_ROUNDS` processes, :func:`bench_amp_batch`), each in a fresh process,
@@ -251,13 +263,8 @@ def bench_amp_targets(quick=False):
 
     out = {}
     with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=cache, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
-                   JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="-1")
         for which in ("small", "small") if quick else ("small", "small", "big"):
-            cmd = [sys.executable, os.path.join(HERE, "gamp_targets.py"), which]
-            run = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env)
-            line = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT")][-1]
-            for name, row in json.loads(line[len("RESULT"):]).items():
+            for name, row in _gamp_targets(which, cache).items():
                 if name in out:  # the second run of the same case: its cold time from the filled cache
                     out[name]["cold_cached"] = row["cold"]
                     out[name]["warm_second_process"] = row["warm"]
@@ -270,12 +277,8 @@ def bench_amp_targets(quick=False):
     for _ in range(1 if quick else XLA_ROUNDS):
         for opt in XLA_OPTIONS:
             with tempfile.TemporaryDirectory() as cache:
-                env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=cache, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
-                           JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="-1", AIM_XLA_OPTIONS=opt)
-                run = subprocess.run([sys.executable, os.path.join(HERE, "gamp_targets.py"), "small"],
-                                     capture_output=True, text=True, check=True, env=env)
-            line = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT")][-1]
-            for name, row in json.loads(line[len("RESULT"):]).items():
+                small = _gamp_targets("small", cache, AIM_XLA_OPTIONS=opt)
+            for name, row in small.items():
                 for what in ("cold", "warm"):
                     out[name].setdefault(f"{what}_xla_{opt}", []).append(row[what])
     for name, row in out.items():
@@ -306,12 +309,7 @@ def bench_amp_batch(rounds=BATCH_ROUNDS):
     runs = []
     for _ in range(rounds):
         with tempfile.TemporaryDirectory() as cache:
-            env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=cache, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
-                       JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="-1")
-            run = subprocess.run([sys.executable, os.path.join(HERE, "gamp_targets.py"), "batch"],
-                                 capture_output=True, text=True, check=True, env=env)
-        line = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT")][-1]
-        runs.append(json.loads(line[len("RESULT"):]))
+            runs.append(_gamp_targets("batch", cache))
     out = {}
     for name in runs[0]:
         rows = sorted((r[name] for r in runs), key=lambda row: row["speedup"])
