@@ -64,6 +64,7 @@ __all__ = [
     "gamp_jit",
     "matmul_precision",
     "compiled_flops",
+    "compilation_cache",
     "scale",
     "sizes",
     "spread_devices",
@@ -302,6 +303,49 @@ def compiled_flops(compiled) -> float:
     if not cost or "flops" not in cost:
         return float("nan")
     return float(cost["flops"])
+
+
+def compilation_cache(path=None) -> str:
+    """Turn on JAX's persistent compilation cache, so that a later process reads the compiled
+    programs instead of compiling them again; returns the cache's directory.
+
+    A sweep compiles a program for each shape it meets (each ``n = alpha d^2``), and a second run
+    with the same shapes (another seed) reads them from the cache instead: the benchmarks page
+    times ``python -m aim_tutorial reproduce amp-se amp-hardmax --scale book`` both ways
+    (``python benchmarks/run.py --only reproduce_cache``). ``reproduce``'s command line calls this; the
+    package does not on import, since the setting is global to JAX.
+
+    Args:
+        path: the cache's directory (created by JAX on first use). ``None``: the directory that
+            ``JAX_COMPILATION_CACHE_DIR`` (or ``jax.config``) already names, else
+            ``$XDG_CACHE_HOME/aim_tutorial/jax`` (``~/.cache/aim_tutorial/jax``).
+
+    Every program is cached, however quickly it compiles (JAX's default skips those under a
+    second, nearly all of ours), unless ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS`` or
+    ``JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES`` say otherwise. The cache's keys hold the
+    program, the JAX and XLA versions and the device, so one directory serves them all.
+
+    Raises:
+        TypeError: ``path`` that is not a string or a path.
+        ValueError: an empty ``path``.
+    """
+    if path is None:
+        path = jax.config.jax_compilation_cache_dir or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+            "aim_tutorial", "jax")
+    elif not isinstance(path, (str, os.PathLike)) or isinstance(path, bool):
+        raise TypeError(f"path must be a string or an os.PathLike directory, got {type(path).__name__}")
+    path = os.fspath(path)
+    if not isinstance(path, str):
+        raise TypeError(f"path must name a directory as text, got an os.PathLike of {type(path).__name__}")
+    if not path.strip():
+        raise ValueError("path must name a directory, got an empty string")
+    jax.config.update("jax_compilation_cache_dir", path)
+    if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in os.environ:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    if "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES" not in os.environ:
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+    return path
 
 
 def scale() -> str:

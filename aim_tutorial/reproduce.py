@@ -27,6 +27,11 @@ checks that the code runs), ``book`` uses the sizes of the rendered book,
 one GPU, which JAX uses automatically when one is attached; it also runs,
 slower, on a CPU.
 
+The command line keeps the compiled programs in JAX's persistent compilation cache
+(:func:`aim_tutorial.config.compilation_cache`; ``--no-compile-cache`` turns it off): a sweep
+compiles a program for every ``n = alpha d^2`` it meets, and a second run with the same sizes (another
+``--seed``) reads them instead (the benchmarks page gives the times).
+
 The figures:
 
 ========================  ==============================================================
@@ -69,7 +74,7 @@ from typing import Callable, NamedTuple, Optional, Sequence
 import numpy as np
 
 from . import _checks
-from .config import SCALES, _SIZES
+from .config import SCALES, _SIZES, compilation_cache
 from .counting import alpha_scale, dof_fraction
 
 __all__ = [
@@ -1160,6 +1165,10 @@ def _parser():
                    help="replace another run's results (another scale or seed) in DIR; without it they are "
                    "kept and the command stops before computing (the same scale and seed are rewritten)")
     r.add_argument("--no-progress", action="store_true", help="no progress bars")
+    r.add_argument("--no-compile-cache", action="store_true",
+                   help="do not turn on JAX's persistent compilation cache (by default the compiled programs "
+                   "are kept in JAX_COMPILATION_CACHE_DIR, else ~/.cache/aim_tutorial/jax, and a later run "
+                   "reads them; a JAX_COMPILATION_CACHE_DIR in the environment still turns it on)")
     return p
 
 
@@ -1195,6 +1204,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         import jax
 
+        if not a.no_compile_cache:
+            print(f"compilation cache: {compilation_cache()}", flush=True)
         print(f"devices: {jax.devices()}", flush=True)
         for name in names:
             res = reproduce(name, a.scale, out, a.seed, progress=not a.no_progress, force=a.force)

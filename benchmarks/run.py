@@ -11,7 +11,7 @@ program), their rate, and the rate of a matrix product of the same shape and dty
 in the same run: how far each is from the machine's limit. Gradient descent also runs with
 its students on one device and spread over ``--devices`` host devices forced with
 ``XLA_FLAGS`` (a fresh process), and so do eight GAMP-RIE instances (``gamp_rie_batch``).
-``--only amp amp_targets amp_batch amp_devices gd`` reruns those parts alone into an existing ``results.json``
+``--only amp amp_targets amp_batch amp_devices gd reproduce_cache`` reruns those parts alone into an existing ``results.json``
 (``rerun`` in the file records which, when and by what command).
 
 Writes ``benchmarks/results.json`` (every number, with the machine, the versions,
@@ -326,6 +326,43 @@ def bench_amp_batch(rounds=BATCH_ROUNDS):
 # --------------------------------------------------------------------------- gradient descent
 
 
+REPRODUCE_FIGURES = ("amp-se", "amp-hardmax")
+
+
+def bench_reproduce_cache(quick=False):
+    """``python -m aim_tutorial reproduce amp-se amp-hardmax`` (``--scale book``; ``smoke`` with
+    ``quick``) in fresh processes: without the persistent compilation cache (``--no-compile-cache``,
+    no ``JAX_COMPILATION_CACHE_DIR``), then twice with one new empty cache directory, the second run
+    with another ``--seed`` (the same shapes: it reads the first run's programs). Wall times of the
+    whole processes, and the cache's entries and size after them."""
+    import shutil
+    import tempfile
+
+    scale = "smoke" if quick else "book"
+    base = {k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")}
+    tmp = tempfile.mkdtemp(prefix="aim-reproduce-")
+    cache = os.path.join(tmp, "cache")
+
+    def run(seed, *extra, **env):
+        cmd = [sys.executable, "-m", "aim_tutorial", "reproduce", *REPRODUCE_FIGURES, "--scale", scale,
+               "--out", os.path.join(tmp, f"out{seed}"), "--seed", str(seed), "--no-progress", *extra]
+        t0 = time.perf_counter()
+        subprocess.run(cmd, capture_output=True, text=True, check=True, env=dict(base, **env),
+                       cwd=os.path.dirname(HERE))
+        return time.perf_counter() - t0
+
+    try:
+        out = dict(figures=list(REPRODUCE_FIGURES), scale=scale,
+                   no_cache_s=run(0, "--no-compile-cache"),
+                   first_s=run(0, JAX_COMPILATION_CACHE_DIR=cache),
+                   second_s=run(1, JAX_COMPILATION_CACHE_DIR=cache))
+        files = [os.path.join(cache, f) for f in os.listdir(cache)]
+        out.update(entries=len(files), cache_mb=sum(os.path.getsize(f) for f in files) / 2**20)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 def bench_gd(ds, n_init, steps, repeats, dtypes=("float64", "float32"), big_steps=10):
     """Full-batch Adam at each ``d`` of ``ds``: ``n_init`` students, ``steps`` steps (``big_steps``
     above d = 100, where a student-step costs O(n T d r) = O(d^4) and a few steps give its rate)."""
@@ -637,6 +674,16 @@ def write_markdown(res, path):
               "| devices | warm (s) | cold (s) |", "|---|---|---|",
               f"| 1 | {av['one_warm_s']:.2f} | {av['one_cold_s']:.2f} |",
               f"| {av['devices']} | {av['all_warm_s']:.2f} | {av['all_cold_s']:.2f} |"]
+    rc = res.get("reproduce_cache")
+    if rc:
+        L += ["", "## The persistent compilation cache", "",
+              f"`python -m aim_tutorial reproduce {' '.join(rc['figures'])} --scale {rc['scale']}`, whole "
+              "processes: without the cache (`--no-compile-cache`), then twice with one new cache directory, "
+              f"the second run with another `--seed` (the same shapes). The cache then holds {rc['entries']} "
+              f"programs, {rc['cache_mb']:.1f} MB.", "",
+              "| run | wall (s) |", "|---|---|",
+              f"| no cache | {rc['no_cache_s']:.1f} |", f"| first, filling the cache | {rc['first_s']:.1f} |",
+              f"| second (another seed), reading it | {rc['second_s']:.1f} |"]
     with open(path, "w") as f:
         f.write("\n".join(L) + "\n")
 
@@ -696,7 +743,8 @@ def main(argv=None):
     p.add_argument("--_amp-point", nargs=5, help=argparse.SUPPRESS)
     p.add_argument("--_gd-devices-point", nargs=4, help=argparse.SUPPRESS)
     p.add_argument("--_amp-devices-point", nargs=3, help=argparse.SUPPRESS)
-    p.add_argument("--only", nargs="+", choices=("amp", "amp_targets", "amp_batch", "amp_devices", "gd"),
+    p.add_argument("--only", nargs="+",
+                   choices=("amp", "amp_targets", "amp_batch", "amp_devices", "gd", "reproduce_cache"),
                    help="run only these parts and put them into the existing results.json (amp_batch: the "
                         "batch cases of amp_targets alone)")
     a = p.parse_args(argv)
@@ -719,7 +767,8 @@ def main(argv=None):
         parts = dict(amp=lambda: bench_amp(a.amp_d, a.amp_alpha, a.amp_iters, a.repeats),
                      amp_targets=lambda: bench_amp_targets(a.quick),
                      amp_devices=lambda: bench_amp_devices(80, 8, a.repeats, a.devices),
-                     gd=lambda: bench_gd(a.gd_d, a.gd_n_init, a.gd_steps, a.repeats))
+                     gd=lambda: bench_gd(a.gd_d, a.gd_n_init, a.gd_steps, a.repeats),
+                     reproduce_cache=lambda: bench_reproduce_cache(a.quick))
         command = "python benchmarks/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
         for part in a.only:
             print(f"{part} ...", flush=True)
@@ -754,6 +803,8 @@ def main(argv=None):
     res["gd_devices"] = bench_gd_devices(min(a.gd_d[-1], 100), a.gd_n_init, a.gd_steps, a.repeats, a.devices)
     print(f"GAMP-RIE instances on {a.devices} forced host devices ...", flush=True)
     res["amp_devices"] = bench_amp_devices(40 if a.quick else 80, 8, a.repeats, a.devices)
+    print("reproduce with and without the compilation cache ...", flush=True)
+    res["reproduce_cache"] = bench_reproduce_cache(a.quick)
     res["loadavg_end"] = list(os.getloadavg())
     write_outputs(res, a.out)
     print(f"wrote {a.out}/results.json, results.md, gamp_scaling.png")

@@ -19,6 +19,15 @@ from aim_tutorial import reproduce as rp
 from aim_tutorial.config import SCALES
 
 
+@pytest.fixture(autouse=True)
+def cache_calls(monkeypatch):
+    """The command line turns on JAX's persistent compilation cache, a setting global to JAX: here
+    that only records the calls (tests/test_config.py runs the real one in fresh processes)."""
+    calls = []
+    monkeypatch.setattr(rp, "compilation_cache", lambda: calls.append(1) or "/fake/cache")
+    return calls
+
+
 def test_list_names_every_figure(capsys):
     assert rp.main(["reproduce", "--list"]) == 0
     out = capsys.readouterr().out
@@ -370,6 +379,14 @@ def _ctrl_c_during_the_renames(tmp_path, capsys, monkeypatch):
     assert "interrupted after softmax-se was written" in capsys.readouterr().err
     monkeypatch.undo()
     _assert_consistent(tmp_path, 8)
+
+
+def test_cli_turns_on_the_compilation_cache_unless_told_not_to(tmp_path, fake_compute, cache_calls, capsys):
+    assert rp.main(["reproduce", "softmax-se", "--out", str(tmp_path), "--no-progress"]) == 0
+    assert cache_calls == [1] and "compilation cache: /fake/cache" in capsys.readouterr().out
+    assert rp.main(["reproduce", "softmax-se", "--out", str(tmp_path), "--no-progress", "--no-compile-cache"]) == 0
+    assert cache_calls == [1] and "compilation cache" not in capsys.readouterr().out
+    assert rp.main(["reproduce", "--list"]) == 0 and cache_calls == [1]
 
 
 def test_cli_ctrl_c_exits_130_and_keeps_the_previous_set(tmp_path, fake_compute, monkeypatch, capsys):
