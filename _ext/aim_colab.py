@@ -314,9 +314,12 @@ GPU = any(d.platform == "gpu" for d in jax.devices())
 os.environ.setdefault("AIM_SCALE", "paper" if GPU else "book")
 import aim_tutorial  # noqa: E402  (switches JAX to float64)
 
+# Keep the compiled programs (JAX's persistent compilation cache), so that running the
+# notebook again in this runtime reads them instead of compiling; delete the line to turn it off.
+compile_cache = aim_tutorial.config.compilation_cache()
 print(f"devices: {jax.devices()}\\nprecision: "
       f"{'float64' if jax.config.jax_enable_x64 else 'float32'}; "
-      f"AIM_SCALE = {os.environ['AIM_SCALE']}")'''
+      f"AIM_SCALE = {os.environ['AIM_SCALE']}\\ncompiled programs kept in {compile_cache}")'''
     return install, device
 
 

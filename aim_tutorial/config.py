@@ -312,8 +312,9 @@ def compilation_cache(path=None) -> str:
     A sweep compiles a program for each shape it meets (each ``n = alpha d^2``), and a second run
     with the same shapes (another seed) reads them from the cache instead: the benchmarks page
     times ``python -m aim_tutorial reproduce amp-se amp-hardmax --scale book`` both ways
-    (``python benchmarks/run.py --only reproduce_cache``). ``reproduce``'s command line calls this; the
-    package does not on import, since the setting is global to JAX.
+    (``python benchmarks/run.py --only reproduce_cache``). ``reproduce``'s command line and the setup
+    cell of the Colab notebooks call this; the package does not on import, since the setting is
+    global to JAX.
 
     Args:
         path: the cache's directory (created by JAX on first use). ``None``: the directory that

@@ -75,6 +75,11 @@ fi
 export AIM_INSTALL_SOURCE
 export AIM_SCALE=${AIM_SCALE:-smoke}
 export MPLBACKEND=Agg
+# the notebooks keep their compiled programs (aim_tutorial.config.compilation_cache): in a
+# cache that starts empty, as in a fresh Colab runtime
+unset JAX_COMPILATION_CACHE_DIR
+export XDG_CACHE_HOME="$OUT/xdg_cache"
+rm -rf "$XDG_CACHE_HOME"
 
 run_one() {  # run_one VENV NOTEBOOK: execute it in an empty directory, as Colab does
     local venv=$1 nb=$2 name start
