@@ -25,6 +25,10 @@ run cut short keeps what it finished. The jobs:
                    one process per T, all at once: each (T, x) is a new program, and the five processes
                    compile on the host's cores in parallel while sharing the accelerator
                    (``XLA_PYTHON_CLIENT_PREALLOCATE=false``); ``DIR/figures/gd_T{T}.csv``, a row per data set
+``gd-missing``     the data sets of that grid that ``benchmarks/gpu/full_precision/gd_softmax_d200.csv`` has no
+                   row for (:func:`gd_missing`), one process each, all at once;
+                   ``DIR/figures/gd_T{T}_x{x}_seed{seed}.csv``, to be merged into that file with
+                   ``scripts/merge_tables.py`` (as its header's note says the earlier parts were)
 ``gamp-batch``     ``benchmarks/gamp_targets.py batch``: 8 GAMP-RIE instances at d = 80 one after another and as
                    one program
 
@@ -66,20 +70,52 @@ info["matmul_gflops"] = rates
 print("RESULT" + json.dumps(info))
 """
 
-_GD_PAR = r"""
+_GD_PARTS = r"""
 import os, subprocess, sys, time
 t0 = time.monotonic()
 env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false")
 procs = []
-for T in TS:
-    out = os.path.join(sys.argv[1], f"gd_T{T}.csv")
-    log = open(os.path.join(sys.argv[1], f"gd_T{T}.log"), "w")
-    procs.append(subprocess.Popen([sys.executable, os.path.join(ROOT, "scripts", "gd_paper_data.py"), *ARGS,
-                                   "--T", str(T), "--out", out], stdout=log, stderr=subprocess.STDOUT, env=env))
+for name, args in PARTS:
+    out = os.path.join(sys.argv[1], f"{name}.csv")
+    log = open(os.path.join(sys.argv[1], f"{name}.log"), "w")
+    procs.append(subprocess.Popen([sys.executable, os.path.join(ROOT, "scripts", "gd_paper_data.py"), *args,
+                                   "--out", out], stdout=log, stderr=subprocess.STDOUT, env=env))
 rcs = [p.wait() for p in procs]
 print("RESULT" + repr(dict(rcs=rcs, wall_s=round(time.monotonic() - t0, 2))).replace("'", '"'), flush=True)
 sys.exit(max(abs(r) for r in rcs))
 """
+
+#: the paper-scale GD data on the GPU so far (gd-missing runs the data sets it lacks)
+GD_GPU_TABLE = os.path.join(ROOT, "benchmarks", "gpu", "full_precision", "gd_softmax_d200.csv")
+
+
+def gd_missing(path: str = GD_GPU_TABLE) -> list:
+    """The data sets ``(T, x, seed)`` of ``scripts/gd_paper_data.py --scale paper``'s grid (its ``T``, ``x``
+    and ``seeds``, from the table's ``params``) that the table at ``path`` has no row for, sorted."""
+    from aim_tutorial import datafiles
+
+    t = datafiles.read(path)
+    prm = t.header["params"]
+    have = {(int(T), round(float(x), 6), int(s)) for T, x, s in zip(t.column("T"), t.column("x"), t.column("seed"))}
+    grid = [(T, round(float(x), 6), s) for T in prm["T"] for x in prm["x"]
+            for s in range(prm["first_seed"], prm["first_seed"] + prm["seeds"])]
+    return sorted(g for g in grid if g not in have)
+
+
+def _gd_parts(scale: str) -> tuple:
+    """``gd-par``'s parts (one a T) and ``gd-missing``'s (one a missing data set), as (name, arguments)."""
+    if scale == "smoke":
+        base = ["--d", "16", "--n-init", "2", "--steps", "50"]
+        par = [(f"gd_T{T}", base + ["--seeds", "1", "--x", "0.2", "0.6", "--T", str(T)]) for T in (2, 3)]
+        missing = [(2, 0.2, 2), (3, 0.6, 2)]
+    else:
+        base = ["--scale", "paper"]
+        par = [(f"gd_T{T}", base + ["--T", str(T)]) for T in (2, 3, 4, 5, 6)]
+        missing = gd_missing()
+    rest = [(f"gd_T{T}_x{x:g}_seed{s}", base + ["--T", str(T), "--x", f"{x:g}", "--first-seed", str(s), "--seeds", "1"])
+            for T, x, s in missing]
+    return par, rest
+
 
 _FIGURES = r"""
 import sys
@@ -98,10 +134,8 @@ def _jobs(scale: str, figs: str) -> dict:
     # the matrix products whose rates env measures: a large square one and GAMP-RIE's at the
     # paper's sizes ((2 n, d) @ (d, d), n = alpha d^2 at the largest alpha of amp-se and d = 80)
     shapes = ((256, 256),) if scale == "smoke" else ((8192, 8192), (2 * 8400, 200), (2 * 1600, 80))
-    gd_args = (["--d", "16", "--seeds", "1", "--x", "0.2", "0.6", "--n-init", "2", "--steps", "50"]
-               if scale == "smoke" else ["--scale", "paper"])
-    gd_ts = (2, 3) if scale == "smoke" else (2, 3, 4, 5, 6)
-    gd_par = f"ROOT = {ROOT!r}\nARGS = {gd_args!r}\nTS = {gd_ts!r}\n" + _GD_PAR
+    par, rest = _gd_parts(scale)
+    gd_parts = lambda parts: [py, "-c", f"ROOT = {ROOT!r}\nPARTS = {parts!r}\n" + _GD_PARTS, figs]  # noqa: E731
     return {
         "env": [py, "-c", f"ROOT = {ROOT!r}\nSHAPES = {shapes!r}\n" + _ENV],
         "amp-hardmax": fig("amp-hardmax"),
@@ -110,7 +144,8 @@ def _jobs(scale: str, figs: str) -> dict:
         "gd": fig("gd-single", "gd-averaged"),
         "precision-gd": precision + ["--repeats", "1", *quick, "--out", "OUT/precision_gd.json"],
         "precision-gamp": precision + ["--gamp", "--out", "OUT/precision_gamp.json"],
-        "gd-par": [py, "-c", gd_par, figs],
+        "gd-par": gd_parts(par),
+        "gd-missing": gd_parts(rest),
         "gamp-batch": [py, os.path.join(ROOT, "benchmarks", "gamp_targets.py"), "batch"],
     }
 

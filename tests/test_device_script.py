@@ -58,3 +58,39 @@ def test_device_script_gd_par_runs_one_process_per_T_and_keeps_their_tables(tmp_
         assert np.all(t.column("n_finite") == 2)
     with tarfile.open(tmp_path / "out" / "run.tar.gz") as tar:
         assert {"figures/gd_T2.csv", "figures/gd_T3.csv", "figures/gd_T2.log"} <= set(tar.getnames())
+
+
+def test_gd_missing_names_the_grid_s_data_sets_without_a_row():
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    try:
+        import device_paper_run as dpr
+    finally:
+        sys.path.pop(0)
+    from aim_tutorial import datafiles
+
+    t = datafiles.read(dpr.GD_GPU_TABLE)
+    prm = t.header["params"]
+    rows = {(int(T), round(float(x), 6), int(s)) for T, x, s in zip(t.column("T"), t.column("x"), t.column("seed"))}
+    missing = dpr.gd_missing()
+    grid = len(prm["T"]) * len(prm["x"]) * prm["seeds"]
+    assert len(missing) + len(rows) == grid and not set(missing) & rows
+    assert all(T in prm["T"] and x in prm["x"] and s < prm["first_seed"] + prm["seeds"] for T, x, s in missing)
+    # one process a data set, with its own key: --first-seed s --seeds 1 (x's index in the grid names the key)
+    _, rest = dpr._gd_parts("paper")
+    assert len(rest) == len(missing)
+    for (T, x, s), (name, args) in zip(missing, rest):
+        assert name == f"gd_T{T}_x{x:g}_seed{s}"
+        assert args[args.index("--first-seed") + 1] == str(s) and args[args.index("--seeds") + 1] == "1"
+
+
+@pytest.mark.slow
+def test_device_script_gd_missing_runs_one_process_per_data_set(tmp_path):
+    r = _run(tmp_path, "--scale", "smoke", "--deadline", "300", "--jobs", "gd-missing")
+    assert r.returncode == 0, r.stderr
+    (job,) = json.loads((tmp_path / "out" / "summary.json").read_text())["jobs"]
+    assert job["rc"] == 0 and job["result"]["rcs"] == [0, 0]
+    from aim_tutorial import datafiles
+
+    for T, x in ((2, 0.2), (3, 0.6)):
+        t = datafiles.read(str(tmp_path / "out" / "figures" / f"gd_T{T}_x{x:g}_seed2.csv"))
+        assert list(t.column("T")) == [T] and list(t.column("x")) == [x] and list(t.column("seed")) == [2]
