@@ -323,8 +323,9 @@ def compilation_cache(path=None) -> str:
 
     Every program is cached, however quickly it compiles (JAX's default skips those under a
     second, nearly all of ours), unless ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS`` or
-    ``JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES`` say otherwise. The cache's keys hold the
-    program, the JAX and XLA versions and the device, so one directory serves them all.
+    ``JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES`` say otherwise. JAX's key for an entry holds
+    the program, its compiler options, the jaxlib version and the device, so one directory
+    serves them all.
 
     Raises:
         TypeError: ``path`` that is not a string or a path.
@@ -334,7 +335,7 @@ def compilation_cache(path=None) -> str:
         path = jax.config.jax_compilation_cache_dir or os.path.join(
             os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
             "aim_tutorial", "jax")
-    elif not isinstance(path, (str, os.PathLike)) or isinstance(path, bool):
+    elif not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a string or an os.PathLike directory, got {type(path).__name__}")
     path = os.fspath(path)
     if not isinstance(path, str):
