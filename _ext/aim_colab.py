@@ -305,7 +305,8 @@ else:
     print("aim-tutorial is already installed")'''
     device = '''# Device, precision and problem sizes. On a GPU runtime the chapter runs at the
 # paper's sizes (AIM_SCALE=paper); on a CPU at the book's. Set AIM_SCALE before this
-# cell to choose (smoke, book or paper).
+# cell to choose (smoke, book or paper). The theory computes in float64; the algorithms
+# in float32 on a GPU and float64 on a CPU (AIM_DTYPE=float32 or float64 to choose).
 import os
 
 import jax
@@ -318,7 +319,8 @@ import aim_tutorial  # noqa: E402  (switches JAX to float64)
 # notebook again in this runtime reads them instead of compiling; delete the line to turn it off.
 compile_cache = aim_tutorial.config.compilation_cache()
 print(f"devices: {jax.devices()}\\nprecision: "
-      f"{'float64' if jax.config.jax_enable_x64 else 'float32'}; "
+      f"{'float64' if jax.config.jax_enable_x64 else 'float32'} (theory), "
+      f"{aim_tutorial.config.algorithm_dtype().name} (algorithms); "
       f"AIM_SCALE = {os.environ['AIM_SCALE']}\\ncompiled programs kept in {compile_cache}")'''
     return install, device
 

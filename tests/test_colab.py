@@ -108,6 +108,7 @@ def test_first_cells_install_and_report_the_device(nb):
     assert "jax.devices()" in code[1] and "AIM_SCALE" in code[1] and "float64" in code[1]
     # a rerun in the same runtime reads the compiled programs (JAX's persistent cache)
     assert "aim_tutorial.config.compilation_cache()" in code[1]
+    assert "aim_tutorial.config.algorithm_dtype()" in code[1]  # float32 on a GPU: the cell says so
     # the install source is written nowhere else
     assert not [c for c in code[1:] if "pip" in c and "install" in c]
 
