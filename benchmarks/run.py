@@ -323,9 +323,6 @@ def bench_amp_batch(rounds=BATCH_ROUNDS):
     return out
 
 
-# --------------------------------------------------------------------------- gradient descent
-
-
 REPRODUCE_FIGURES = ("amp-se", "amp-hardmax")
 
 
@@ -361,6 +358,9 @@ def bench_reproduce_cache(quick=False):
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+# --------------------------------------------------------------------------- gradient descent
 
 
 def bench_gd(ds, n_init, steps, repeats, dtypes=("float64", "float32"), big_steps=10):
