@@ -44,7 +44,7 @@ from . import _checks
 from .config import algorithm_dtype, algorithm_products, spread_devices
 
 __all__ = ["GDResult", "train_gd", "student_indices", "student_matrix", "gd_loss", "averaged_errors",
-           "load_gd_data"]
+           "extrapolated_error", "load_gd_data"]
 
 OPTIMIZERS = ("adam", "gd")
 
@@ -376,6 +376,53 @@ def averaged_errors(S_students: jax.Array, S_true: jax.Array, *, Ks=None) -> np.
     return np.asarray(out)
 
 
+def extrapolated_error(S_students: jax.Array, S_true: jax.Array) -> tuple:
+    """The error of the average of infinitely many students, estimated from ``K`` of them.
+
+    If the students are independent draws around a mean ``m`` (the same teacher and data, independent
+    initialisations), the average of ``K`` of them has expected error ``||m - S||_F^2 / d + v / K``,
+    where ``v = E||S_k - m||_F^2 / d``. The unbiased estimate of the ``K -> infinity`` limit is the
+    U-statistic over distinct pairs,
+
+        ``e_inf = (1 / (K (K - 1))) sum_{k != l} <S_k - S, S_l - S>_F / d``,
+
+    equal to ``||mean_k S_k - S||^2/d - (1/(K(K-1))) sum_k ||S_k - mean||^2/d``. Its standard error is
+    the jackknife's (leave one student out). It measures what the students' average tends to, not the
+    Bayes error: students that are not posterior samples tend to something else.
+
+    Args:
+        S_students: ``(K, d, d)``, ``K >= 3``.
+        S_true: ``(d, d)``, symmetric.
+
+    Returns:
+        ``(e_inf, standard_error)``, two floats; ``e_inf`` may be slightly negative when the limit
+        is 0 (it is unbiased, not clipped).
+
+    Raises:
+        ValueError: shapes as :func:`averaged_errors`, or fewer than 3 students.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> S = jnp.eye(4)
+        >>> noise = jax.random.normal(jax.random.key(0), (64, 4, 4))
+        >>> e, se = extrapolated_error(S + 0.1 + (noise + noise.transpose(0, 2, 1)) / 2, S)
+        >>> abs(e - 0.04) < 3 * se + 1e-3
+        True
+    """
+    averaged_errors(S_students, S_true, Ks=[1])  # the shape and value checks
+    K, d = np.shape(S_students)[:2]
+    if K < 3:
+        raise ValueError(f"S_students must hold at least 3 students (the extrapolation and its error), "
+                         f"got {K}")
+    D = (jnp.asarray(S_students) - jnp.asarray(S_true)).reshape(K, -1)
+    G = np.asarray(D @ D.T, dtype=np.float64) / d  # <S_k - S, S_l - S> / d
+    total, diag, rows = G.sum(), np.trace(G), G.sum(axis=1)
+    e_inf = (total - diag) / (K * (K - 1))
+    loo = (total - 2 * rows + np.diag(G) - diag + np.diag(G)) / ((K - 1) * (K - 2))
+    se = math.sqrt((K - 1) / K * float(np.sum((loo - loo.mean()) ** 2)))
+    return float(e_inf), se
+
+
 # --------------------------------------------------------------------------- training
 
 
@@ -591,6 +638,7 @@ def train_gd(
     progress: Optional[bool] = None,
     dtype=None,
     devices=None,
+    init_scale: float = 1.0,
 ) -> GDResult:
     """Train ``n_init`` students by full-batch gradient descent and average them, eq. (eq-gd-loss).
 
@@ -638,6 +686,9 @@ def train_gd(
         devices: the JAX devices the students are spread over (default: every visible
             device, as many of them as divide ``n_init``; :func:`aim_tutorial.config.spread_devices`).
             Each device trains its share of the students; the results are those of one device.
+        init_scale: the students start from ``W_k ~ N(0, init_scale^2)``, ``init_scale > 0``
+            (default 1, the published setting; ``S_k`` then starts at ``init_scale^2`` times the
+            scale of the teacher's).
 
     Returns:
         :class:`GDResult` with ``S_hat``, ``S_students``, loss curves
@@ -669,6 +720,7 @@ def train_gd(
     n_init = _checks.integer_at_least("n_init", n_init, 1)
     steps = _checks.integer_at_least("steps", steps, 1)
     lr = _checks.positive("lr", lr)
+    init_scale = _checks.positive("init_scale", init_scale)
     channel = _channel(channel)
     beta = _beta_check(channel)("beta", beta)
     weight_decay = _checks.nonnegative("weight_decay", weight_decay)
@@ -693,7 +745,8 @@ def train_gd(
         progress = 6.0 * steps * n_init * n * T * d * width > 2e11  # about 10 s on a laptop core
 
     trained = _train_students(
-        jax.random.normal(key, (n_init, d, width)), _ChannelLoss(channel), X, y, (beta, weight_decay),
+        init_scale * jax.random.normal(key, (n_init, d, width)), _ChannelLoss(channel), X, y,
+        (beta, weight_decay),
         rhos=[rho], steps=steps, lr=lr, optimizer=optimizer, errors=None if S_true is None else _errors,
         S_true=S_true, record_every=record_every, records=100, chunks=20, progress=progress,
         desc=f"train_gd ({n_init} students, {steps} steps)", dtype=dtype, devices=devices)

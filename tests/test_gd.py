@@ -697,3 +697,77 @@ def test_progress_bar_default_follows_the_cost(key, monkeypatch):
         with pytest.raises(_Stop):
             train_gd(key, X, y, 0.5, n_init=2, steps=steps)
     assert seen == [True, False]
+
+
+# --------------------------------------------------------------------------- same-instance study (issue 45)
+
+
+def test_extrapolated_error_is_unbiased_and_matches_the_identity(key):
+    # K iid draws S + b + noise: E||mean_K - S||^2/d = ||b||^2/d + v/K; the U-statistic removes v/K.
+    # Identity: e_inf = ||mean - S||^2/d - sum_k ||S_k - mean||^2 / (d K (K - 1)).
+    d, K = 6, 16
+    S = jnp.eye(d)
+    bias = 0.2 * jnp.ones((d, d))
+    draws = []
+    for i in range(400):  # 400 independent sets of K students
+        z = jax.random.normal(jax.random.fold_in(key, i), (K, d, d))
+        draws.append(S + bias + (z + z.transpose(0, 2, 1)) / 2)
+    est = np.array([aim.gd.extrapolated_error(Ss, S) for Ss in draws])
+    truth = float(jnp.sum(bias**2)) / d  # 0.24
+    # the mean of 400 unbiased estimates within 4 of its standard errors (the spread measured here)
+    assert abs(est[:, 0].mean() - truth) < 4 * est[:, 0].std(ddof=1) / np.sqrt(len(est))
+    # the jackknife error is the spread of the estimate: their ratio within 25 % over 400 sets
+    assert est[:, 1].mean() == pytest.approx(est[:, 0].std(ddof=1), rel=0.25)
+    Ss = draws[0]
+    M = Ss.mean(axis=0)
+    identity = float(jnp.sum((M - S) ** 2)) / d - float(jnp.sum((Ss - M) ** 2)) / (d * K * (K - 1))
+    assert aim.gd.extrapolated_error(Ss, S)[0] == pytest.approx(identity, rel=1e-12)
+    # below the average of K students, which carries the v/K
+    assert aim.gd.extrapolated_error(Ss, S)[0] < aim.averaged_errors(Ss, S, Ks=[K])[0]
+
+
+def test_extrapolated_error_refuses_too_few_students_and_bad_shapes():
+    S = np.eye(3)
+    with pytest.raises(ValueError, match="at least 3 students"):
+        aim.gd.extrapolated_error(np.stack([S, S]), S)
+    with pytest.raises(ValueError, match="S_true"):
+        aim.gd.extrapolated_error(np.stack([S, S, S]), np.eye(4))
+
+
+def test_init_scale_scales_the_start_and_defaults_to_the_published_one(key):
+    k1, k2, k3 = jax.random.split(key, 3)
+    S = aim.sample_teacher(k1, 10, 0.5)
+    X, y = aim.sample_data(k2, S, n=40, T=2)
+    a = aim.train_gd(k3, X, y, 0.5, n_init=2, steps=2, S_true=S, record_every=1)
+    b = aim.train_gd(k3, X, y, 0.5, n_init=2, steps=2, S_true=S, record_every=1, init_scale=1.0)
+    np.testing.assert_array_equal(np.asarray(a.W), np.asarray(b.W))
+    c = aim.train_gd(k3, X, y, 0.5, n_init=2, steps=1, lr=1e-12, S_true=S, record_every=1, init_scale=0.5)
+    d_ = aim.train_gd(k3, X, y, 0.5, n_init=2, steps=1, lr=1e-12, S_true=S, record_every=1)
+    # S = W W^T / sqrt(r d) is quadratic in W: a quarter of the published start
+    np.testing.assert_allclose(np.asarray(c.S_students), 0.25 * np.asarray(d_.S_students), rtol=1e-6, atol=1e-9)
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="init_scale"):
+            aim.train_gd(k3, X, y, 0.5, steps=1, init_scale=bad)
+
+
+def test_gd_vs_amp_script_writes_resumes_and_skips_done_rows(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "gd_vs_amp", Path(__file__).resolve().parents[1] / "scripts" / "gd_vs_amp.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = tmp_path / "same.csv"
+    args = ["--d", "12", "--T", "2", "--x", "0.4", "--seeds", "1", "--n-init", "4", "--steps", "5",
+            "--max-iter", "20", "--out", str(out)]
+    mod.main(args)
+    mod.main(args[:5] + ["0.4", "0.8"] + args[5:])  # the x = 0.4 row is kept, x = 0.8 added
+    got = aim.datafiles.read(out)
+    tab = got.table
+    assert got.header["rows"] == 2 and len(got.header["commands"]) == 2
+    assert list(tab["x"]) == [0.4, 0.8] and list(tab["variant"]) == ["adam", "adam"]
+    np.testing.assert_allclose(tab["gap_Kmax"], tab["avg_K4"] - tab["amp_error"], rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(tab["gap_Kinf"], tab["gd_Kinf"] - tab["amp_error"], rtol=1e-4, atol=1e-6)
+    # the same instance for both: a rerun of the x = 0.4 data set gives the row again
+    row = mod.data_set(12, 2, 0.4, 0, rho=0.5, n_init=4, steps=5, lr=0.1, max_iter=20)
+    assert row[7] == pytest.approx(tab["amp_error"][0], rel=1e-5)
