@@ -82,6 +82,7 @@ __all__ = [
     "amp_runs",
     "deep_data_set",
     "gd_data_set",
+    "gd_amp_data_set",
     "FIGURES",
     "FigureData",
     "FigureSpec",
@@ -338,6 +339,42 @@ def gd_data_set(key, d: int, rho: float, alpha: float, T: int, *, n_init: int, s
     return dict(n=n, single_mean=float(err.mean()), single_std=float(err.std(ddof=1)) if n_init > 1 else 0.0,
                 avg_K=[float(v) for v in avg], Ks=Ks, final_loss_mean=float(np.mean(res.final_loss)),
                 n_finite=int(np.sum(np.asarray(res.finite))), seconds=time.perf_counter() - t0)
+
+
+def gd_amp_data_set(key, d: int, rho: float, alpha: float, T: int, *, n_init: int, steps: int, lr: float,
+                    optimizer: str = "adam", init_scale: float = 1.0, max_iter: int = 300) -> dict:
+    """GAMP-RIE and ``n_init`` gradient-descent students on the same instance (chapter 6's comparison).
+
+    One :func:`aim_tutorial.make_instance` of ``key``: its teacher and data are given to both
+    algorithms, its algorithm key to GAMP-RIE's start and to the students' initialisations. Returns a
+    dict: ``n``, ``amp`` (:func:`amp_run`'s fields besides ``n``), ``single_mean``, ``single_std``,
+    ``avg_K`` and ``Ks`` (as :func:`gd_data_set`), ``e_inf`` and ``e_inf_se``
+    (:func:`aim_tutorial.gd.extrapolated_error`), ``final_loss_mean``, ``n_finite`` and ``seconds``
+    (the students' training wall time).
+    """
+    from . import model
+    from .amp import gamp_rie
+    from .gd import averaged_errors, extrapolated_error, train_gd
+
+    Ks = [2**j for j in range(int(math.log2(n_init)) + 1)]
+    S, X, y, n, k_alg = model.make_instance(key, d, rho, alpha, T)
+    t0 = time.perf_counter()
+    res = gamp_rie(X, y, rho, key=k_alg, S_true=S, max_iter=max_iter)
+    amp = dict(error=float(res.error), mmse_pred=float(res.mmse_pred), n_iter=int(res.n_iter),
+               converged=bool(res.converged), diverged=bool(res.diverged), status=res.status,
+               wall_s=time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    gd = train_gd(k_alg, X, y, rho, n_init=n_init, steps=steps, lr=lr, optimizer=optimizer, S_true=S,
+                  record_every=steps, progress=False, init_scale=init_scale)
+    gd.S_hat.block_until_ready()
+    seconds = time.perf_counter() - t0
+    err = np.asarray(gd.error_students[:, -1])
+    e_inf, e_se = extrapolated_error(gd.S_students, S) if n_init >= 3 else (float("nan"), float("nan"))
+    return dict(n=n, amp=amp, single_mean=float(err.mean()),
+                single_std=float(err.std(ddof=1)) if n_init > 1 else 0.0,
+                avg_K=[float(v) for v in averaged_errors(gd.S_students, S, Ks=Ks)], Ks=Ks, e_inf=e_inf,
+                e_inf_se=e_se, final_loss_mean=float(np.mean(gd.final_loss)),
+                n_finite=int(np.sum(np.asarray(gd.finite))), seconds=seconds)
 
 
 def deep_data_set(key, d: int, rhos, alpha: float, T: int, *, c: float, n_init: int, steps: int,

@@ -29,10 +29,9 @@ import time
 import jax
 import numpy as np
 
-from aim_tutorial import datafiles, model
-from aim_tutorial.amp import gamp_rie
+from aim_tutorial import datafiles
 from aim_tutorial.counting import alpha_scale
-from aim_tutorial.gd import averaged_errors, extrapolated_error, train_gd
+from aim_tutorial.reproduce import gd_amp_data_set
 
 DEFAULT_OUT = os.path.join(os.path.dirname(__file__), "..", "aim_tutorial", "data", "gd_vs_amp.csv")
 ROOT_SEED = 45  # the root of every key (the issue that asked for the study)
@@ -58,27 +57,22 @@ def columns(n_init: int) -> list:
             + ["gd_Kinf", "gd_Kinf_se", "gap_Kmax", "gap_Kinf", "gd_final_loss", "gd_n_finite", "gd_seconds"])
 
 
-def data_set(d, T, x, seed, *, rho, n_init, steps, lr, optimizer="adam", max_iter=300, variant="adam"):
+def data_set(d, T, x, seed, *, rho, n_init, steps, lr, optimizer="adam", max_iter=300, variant="adam",
+             init_scale=1.0):
     """Both algorithms on one instance; returns the row's values in the order of :func:`columns`."""
     alpha = x / alpha_scale(T)
-    S, X, y, n, k_alg = model.make_instance(instance_key(d, T, x, seed), d, rho, alpha, T)
-    t0 = time.perf_counter()
-    amp = gamp_rie(X, y, rho, key=k_alg, S_true=S, max_iter=max_iter)
-    t_amp = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    gd = train_gd(k_alg, X, y, rho, n_init=n_init, steps=steps, lr=lr, optimizer=optimizer, S_true=S,
-                  record_every=steps, progress=False)
-    gd.S_hat.block_until_ready()
-    t_gd = time.perf_counter() - t0
-    Ks = [2**j for j in range(int(np.log2(n_init)) + 1)]
-    err = np.asarray(gd.error_students[:, -1])
-    avg = averaged_errors(gd.S_students, S, Ks=Ks)
-    e_inf, se = extrapolated_error(gd.S_students, S)
-    a_err = float(amp.error)
-    return [d, T, alpha, x, seed, variant, n, a_err, float(amp.mmse_pred), int(bool(amp.converged)),
-            int(amp.n_iter), t_amp, float(err.mean()), float(err.std(ddof=1)), *[float(v) for v in avg],
-            e_inf, se, float(avg[-1]) - a_err, e_inf - a_err, float(np.mean(gd.final_loss)),
-            int(np.sum(np.asarray(gd.finite))), t_gd]
+    r = gd_amp_data_set(instance_key(d, T, x, seed), d, rho, alpha, T, n_init=n_init, steps=steps, lr=lr,
+                        optimizer=optimizer, init_scale=init_scale, max_iter=max_iter)
+    a = r["amp"]
+    return [d, T, alpha, x, seed, variant, r["n"], a["error"], a["mmse_pred"], int(a["converged"]),
+            a["n_iter"], a["wall_s"], r["single_mean"], r["single_std"], *r["avg_K"], r["e_inf"],
+            r["e_inf_se"], r["avg_K"][-1] - a["error"], r["e_inf"] - a["error"], r["final_loss_mean"],
+            r["n_finite"], r["seconds"]]
+
+
+def _setting(a) -> str:
+    return (f"{'Adam' if a.optimizer == 'adam' else 'plain gradient descent'}, lr {a.lr}, {a.steps} steps, "
+            f"{a.n_init} students, W ~ N(0, {a.init_scale}^2)")
 
 
 def main(argv=None):
@@ -93,7 +87,9 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--optimizer", choices=("adam", "gd"), default="adam")
-    p.add_argument("--variant", default="adam", help="the label of the optimiser's setting in the file")
+    p.add_argument("--init-scale", type=float, default=1.0, help="students start from W ~ N(0, s^2)")
+    p.add_argument("--variant", default="adam",
+                   help="the label of the optimiser's setting in the file (one label, one setting)")
     p.add_argument("--max-iter", type=int, default=300, help="GAMP-RIE's iterations at most")
     p.add_argument("--deadline", type=float, default=None,
                    help="stop before a data set once this many seconds have passed (a part of the study)")
@@ -108,12 +104,13 @@ def main(argv=None):
         if list(t.dtype.names) != cols:
             p.error(f"{a.out} has the columns {t.dtype.names}, this run writes {cols}")
         done = {_row_key(*(t[c][i] for c in KEY_COLS)) for i in range(len(t))}
-        datafiles.append_rows(a.out, {c: [] for c in cols}, command=command)
+        datafiles.append_rows(a.out, {c: [] for c in cols}, command=command,
+                              notes=[f"variant {a.variant}: {_setting(a)}"])
     else:
         done = set()
         params = dict(rho=a.rho, beta=1.0, noise=0.0, channel="softmax", n_init=a.n_init, init="W ~ N(0, 1)",
                       batch="full", weight_decay=0.0, root_seed=ROOT_SEED,
-                      variants={"adam": f"Adam, lr {a.lr}, {a.steps} steps"})
+                      variants={a.variant: _setting(a)})
         header = datafiles.make_header(
             "Gradient descent and GAMP-RIE on the same instances, softmax attention-indexed model "
             "(chapter 6 of the aim-tutorial book).",
@@ -137,7 +134,7 @@ def main(argv=None):
             print(f"deadline of {a.deadline:.0f} s reached; the same command continues the study", flush=True)
             break
         row = data_set(d, T, x, s, rho=a.rho, n_init=a.n_init, steps=a.steps, lr=a.lr, optimizer=a.optimizer,
-                       max_iter=a.max_iter, variant=a.variant)
+                       max_iter=a.max_iter, variant=a.variant, init_scale=a.init_scale)
         datafiles.append_rows(a.out, {c: [v] for c, v in zip(cols, row)}, add_command=False, fmt=".6g")
         r = dict(zip(cols, row))
         print(f"d {d} T {T} x {x:.3f} seed {s}: amp {r['amp_error']:.4f} avg{a.n_init} "
