@@ -771,3 +771,35 @@ def test_gd_vs_amp_script_writes_resumes_and_skips_done_rows(tmp_path):
     # the same instance for both: a rerun of the x = 0.4 data set gives the row again
     row = mod.data_set(12, 2, 0.4, 0, rho=0.5, n_init=4, steps=5, lr=0.1, max_iter=20)
     assert row[7] == pytest.approx(tab["amp_error"][0], rel=1e-5)
+
+
+def _script(name):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_threshold_bisection_brackets_the_crossing_and_reports_bad_brackets():
+    bisect = _script("gd_threshold").bisect
+    lo, hi, valid, evals, e_lo, e_hi = bisect(lambda x: max(0.0, 0.83 - x), 0.6, 1.4, 1e-3, 0.01)
+    assert valid and lo < 0.829 <= hi and hi - lo <= 0.01 and e_hi < 1e-3 <= e_lo and evals == 2 + 7
+    # no crossing inside: reported as invalid after the two ends, never bisected
+    assert bisect(lambda x: 1.0, 0.6, 1.4, 1e-3, 0.01)[2:4] == (False, 2)
+    assert bisect(lambda x: 0.0, 0.6, 1.4, 1e-3, 0.01)[2:4] == (False, 2)
+
+
+def test_threshold_script_on_nested_data_sets(tmp_path):
+    mod = _script("gd_threshold")
+    out = tmp_path / "thr.csv"
+    mod.main(["--d", "12", "--seeds", "1", "--algorithms", "amp", "--tol", "0.05", "--out", str(out)])
+    mod.main(["--d", "12", "--seeds", "1", "--algorithms", "amp", "--tol", "0.05", "--out", str(out)])  # skips
+    tab = aim.datafiles.read(out).table
+    assert len(tab) == 1 and tab["valid"][0] == 1 and tab["x_hi"][0] - tab["x_lo"][0] <= 0.05
+    assert tab["err_hi"][0] < 1e-3 <= tab["err_lo"][0]
+    # nested: the data set at x is a prefix of the largest one
+    S, X, y, _ = mod.nested_instance(12, 2, 0, 0.5, 1.4)
+    S2, X2, y2, _ = mod.nested_instance(12, 2, 0, 0.5, 1.0)
+    np.testing.assert_array_equal(np.asarray(X[: X2.shape[0]]), np.asarray(X2))
