@@ -453,11 +453,14 @@ _SIZES = {
                       n_mc=400_000),
     },
     "gd": {  # chapter 6: live gradient-descent runs (the d = 80 / 200 grids come from scripts/gd_paper_data.py)
-        "smoke": dict(d=20, n_init=8, steps=300, seeds=1, Ts=(2,), xs=(0.4,), x_pr=1.2, d_small=16, n_explore=8),
+        # same: the live same-instance data set of the section on GAMP-RIE (d, students, steps); at
+        # book and paper scale the stored study's own setting, so that it reproduces a stored row
+        "smoke": dict(d=20, n_init=8, steps=300, seeds=1, Ts=(2,), xs=(0.4,), x_pr=1.2, d_small=16, n_explore=8,
+                      same=(16, 4, 50)),
         "book": dict(d=60, n_init=16, steps=400, seeds=2, Ts=(2, 4), xs=(0.2, 0.4, 0.6), x_pr=1.2, d_small=16,
-                     n_explore=8),
+                     n_explore=8, same=(50, 32, 1000)),
         "paper": dict(d=100, n_init=32, steps=1000, seeds=4, Ts=(2, 3, 4, 5, 6), xs=(0.2, 0.4, 0.6, 0.8),
-                      x_pr=1.2, d_small=16, n_explore=32),
+                      x_pr=1.2, d_small=16, n_explore=32, same=(50, 32, 1000)),
     },
 }
 

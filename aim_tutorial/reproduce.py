@@ -83,6 +83,7 @@ __all__ = [
     "deep_data_set",
     "gd_data_set",
     "gd_amp_data_set",
+    "same_instance_key",
     "FIGURES",
     "FigureData",
     "FigureSpec",
@@ -339,6 +340,20 @@ def gd_data_set(key, d: int, rho: float, alpha: float, T: int, *, n_init: int, s
     return dict(n=n, single_mean=float(err.mean()), single_std=float(err.std(ddof=1)) if n_init > 1 else 0.0,
                 avg_K=[float(v) for v in avg], Ks=Ks, final_loss_mean=float(np.mean(res.final_loss)),
                 n_finite=int(np.sum(np.asarray(res.finite))), seconds=time.perf_counter() - t0)
+
+
+SAME_INSTANCE_SEED = 45  # the root of the keys of chapter 6's same-instance study (scripts/gd_vs_amp.py)
+
+
+def same_instance_key(d: int, T: int, x: float, seed: int, root: int = SAME_INSTANCE_SEED):
+    """The key of a data set of the same-instance study: ``key(root)`` folded with ``d``, ``T``,
+    ``round(1000 x)`` and the data seed, so that a data set is named by these alone."""
+    import jax
+
+    k = jax.random.key(root)
+    for v in (d, T, int(round(1000 * x)), seed):
+        k = jax.random.fold_in(k, v)
+    return k
 
 
 def gd_amp_data_set(key, d: int, rho: float, alpha: float, T: int, *, n_init: int, steps: int, lr: float,

@@ -26,24 +26,20 @@ import argparse
 import os
 import time
 
-import jax
 import numpy as np
 
 from aim_tutorial import datafiles
 from aim_tutorial.counting import alpha_scale
-from aim_tutorial.reproduce import gd_amp_data_set
+from aim_tutorial.reproduce import SAME_INSTANCE_SEED, gd_amp_data_set, same_instance_key
 
 DEFAULT_OUT = os.path.join(os.path.dirname(__file__), "..", "aim_tutorial", "data", "gd_vs_amp.csv")
-ROOT_SEED = 45  # the root of every key (the issue that asked for the study)
+ROOT_SEED = SAME_INSTANCE_SEED  # the root of every key (45: the issue that asked for the study)
 KEY_COLS = ("d", "T", "x", "seed", "variant")
 
 
-def instance_key(d: int, T: int, x: float, seed: int, root: int = ROOT_SEED):
-    """key(root) folded with d, T, round(1000 x) and the data seed: an instance is named by these alone."""
-    k = jax.random.key(root)
-    for v in (d, T, int(round(1000 * x)), seed):
-        k = jax.random.fold_in(k, v)
-    return k
+def instance_key(d: int, T: int, x: float, seed: int):
+    """:func:`aim_tutorial.reproduce.same_instance_key`: an instance is named by d, T, x and its seed."""
+    return same_instance_key(d, T, x, seed)
 
 
 def _row_key(d, T, x, seed, variant):
