@@ -31,6 +31,12 @@ run cut short keeps what it finished. The jobs:
                    ``scripts/merge_tables.py`` (as its header's note says the earlier parts were)
 ``gamp-batch``     ``benchmarks/gamp_targets.py batch``: 8 GAMP-RIE instances at d = 80 one after another and as
                    one program
+``gd-vs-amp``      chapter 6's same-instance study at d = 400 and 800 (x = 0.4 and 0.8, T = 2, 4 data sets each,
+                   32 students x 1000 Adam steps and GAMP-RIE on each) by ``scripts/gd_vs_amp.py``, twice: with
+                   full float32 products (``AIM_MATMUL_PRECISION=highest``) and with XLA's default (TF32), one
+                   after another; ``DIR/figures/gd_vs_amp_{highest,default}.csv``, the same instances in both.
+                   Within one file the data sets of one (d, x) share their shapes, so each program compiles
+                   once per (d, x)
 
 The times of the figures are the wall times of their processes (start-up and compilation
 included) and, in each figure's CSV, the ``seconds`` column of each point.
@@ -84,6 +90,35 @@ rcs = [p.wait() for p in procs]
 print("RESULT" + repr(dict(rcs=rcs, wall_s=round(time.monotonic() - t0, 2))).replace("'", '"'), flush=True)
 sys.exit(max(abs(r) for r in rcs))
 """
+
+_SAME_PARTS = r"""
+import os, subprocess, sys, time
+t0 = time.monotonic()
+rcs, walls = [], []
+for name, precision, args in PARTS:  # one after another: each has the accelerator to itself
+    env = dict(os.environ, AIM_MATMUL_PRECISION=precision)
+    out = os.path.join(sys.argv[1], f"{name}.csv")
+    t1 = time.monotonic()
+    with open(os.path.join(sys.argv[1], f"{name}.log"), "w") as log:
+        rcs.append(subprocess.call([sys.executable, os.path.join(ROOT, "scripts", "gd_vs_amp.py"), *args,
+                                    "--out", out], stdout=log, stderr=subprocess.STDOUT, env=env))
+    walls.append(round(time.monotonic() - t1, 2))
+print("RESULT" + repr(dict(rcs=rcs, walls=walls, wall_s=round(time.monotonic() - t0, 2))).replace("'", '"'),
+      flush=True)
+sys.exit(max(abs(r) for r in rcs))
+"""
+
+
+def _same_parts(scale: str) -> list:
+    """``gd-vs-amp``'s parts: (name, matrix-product precision, arguments of scripts/gd_vs_amp.py). The same
+    instances (their keys name them) with full float32 products and with XLA's default (TF32 on recent
+    NVIDIA GPUs), so that the two files can be compared row by row."""
+    if scale == "smoke":
+        args = ["--d", "16", "24", "--T", "2", "--x", "0.4", "0.8", "--seeds", "1", "--n-init", "4", "--steps", "50"]
+    else:
+        args = ["--d", "400", "800", "--T", "2", "--x", "0.4", "0.8", "--seeds", "4"]
+    return [(f"gd_vs_amp_{p}", p, args) for p in ("highest", "default")]
+
 
 #: the paper-scale GD data on the GPU so far (gd-missing runs the data sets it lacks)
 GD_GPU_TABLE = os.path.join(ROOT, "benchmarks", "gpu", "full_precision", "gd_softmax_d200.csv")
@@ -147,6 +182,7 @@ def _jobs(scale: str, figs: str) -> dict:
         "gd-par": gd_parts(par),
         "gd-missing": gd_parts(rest),
         "gamp-batch": [py, os.path.join(ROOT, "benchmarks", "gamp_targets.py"), "batch"],
+        "gd-vs-amp": [py, "-c", f"ROOT = {ROOT!r}\nPARTS = {_same_parts(scale)!r}\n" + _SAME_PARTS, figs],
     }
 
 

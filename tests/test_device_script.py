@@ -94,3 +94,20 @@ def test_device_script_gd_missing_runs_one_process_per_data_set(tmp_path):
     for T, x in ((2, 0.2), (3, 0.6)):
         t = datafiles.read(str(tmp_path / "out" / "figures" / f"gd_T{T}_x{x:g}_seed2.csv"))
         assert list(t.column("T")) == [T] and list(t.column("x")) == [x] and list(t.column("seed")) == [2]
+
+
+@pytest.mark.slow
+def test_device_script_gd_vs_amp_runs_both_precisions_on_the_same_instances(tmp_path):
+    r = _run(tmp_path, "--scale", "smoke", "--deadline", "500", "--jobs", "gd-vs-amp")
+    assert r.returncode == 0, r.stderr
+    (job,) = json.loads((tmp_path / "out" / "summary.json").read_text())["jobs"]
+    assert job["rc"] == 0 and job["result"]["rcs"] == [0, 0]
+    from aim_tutorial import datafiles
+
+    hi, de = (datafiles.read(str(tmp_path / "out" / "figures" / f"gd_vs_amp_{p}.csv")).table
+              for p in ("highest", "default"))
+    assert len(hi) == len(de) == 4
+    for c in ("d", "x", "seed", "n"):
+        np.testing.assert_array_equal(hi[c], de[c])
+    # on a CPU both precisions are full precision: the same numbers
+    np.testing.assert_allclose(hi["amp_error"], de["amp_error"], rtol=1e-6)
