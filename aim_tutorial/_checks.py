@@ -154,13 +154,20 @@ def one_of(name: str, value, options) -> str:
 
 
 def prng_key(name: str, key):
-    """A JAX random key (new-style ``jax.random.key`` or a raw ``uint32[2]``)."""
+    """One JAX random key (new-style ``jax.random.key``, shape ``()``, or a raw ``uint32[2]``).
+
+    A batch of keys (``jax.random.split(key, 3)``) is refused with a ``ValueError`` naming the
+    argument: every function of the package takes one key (inside ``jax.vmap`` each traced key is one).
+    """
     import jax
 
     if isinstance(key, jax.Array):
-        if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
-            return key
-        if key.dtype == np.uint32 and key.shape[-1:] == (2,):
+        typed = jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
+        if typed or key.dtype == np.uint32 and key.shape[-1:] == (2,):
+            batch = key.shape if typed else key.shape[:-1]
+            if batch:  # jax.random's own error names neither the argument nor the function
+                raise ValueError(f"{name} must be one JAX random key, got a batch of keys of shape {batch}: "
+                                 "pass one key (keys[i]), or jax.vmap the function over the batch")
             return key
     raise ArgumentTypeError(
         f"{name} must be a JAX random key (jax.random.key(seed)), got {type(key).__name__}"
