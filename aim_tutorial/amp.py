@@ -199,8 +199,9 @@ def prior_input(X: jax.Array, Gamma: jax.Array) -> jax.Array:
     Computed as one ``(d, n T) x (n T, d)`` matrix product, never as an ``n x d x d`` tensor.
 
     Args:
-        X: tokens, shape ``(n, T, d)``.
-        Gamma: symmetric matrices, shape ``(n, T, T)``.
+        X: tokens, shape ``(n, T, d)``: a NumPy or JAX array, or nested lists (converted to float64,
+            as are integer arrays).
+        Gamma: symmetric matrices, shape ``(n, T, T)`` (converted likewise).
 
     Returns:
         ``B``, shape ``(d, d)``, symmetric.
