@@ -1150,6 +1150,15 @@ def rie_eigenvalues(lam, delta: float, rho: float, *, outside: str = "edge") -> 
     (linear shrinkage, relative error ``1/(sqrt(rho) delta)``), computed without the
     cancellation of ``lambda - 2 delta h``.
 
+    Far outside the support too (``lam = 1e300``, ``-1e8``) the default gives the nearest edge's
+    cleaned value, not ``lam``: it does not tend to the identity, on purpose. The RIE is the posterior
+    mean of ``S``, whose spectrum (in the large-``d`` limit) lies within the prior's, so no cleaned value
+    leaves the range of the edge values, however far ``lambda`` is; ``lambda - 2 delta h(lambda)``,
+    which does tend to ``lambda`` (``h ~ 1/lambda``, no cancellation: ``outside="continuation"``
+    gives ``1e300`` at ``1e300``), is the formula continued beyond where it is the posterior mean.
+    An eigenvalue that far from the support is not a finite-size fluctuation: ``Y`` does not come from
+    ``S + sqrt(delta) Z`` with this ``rho`` and ``delta``.
+
     ``outside="continuation"`` keeps ``lambda - 2 delta h(lambda)`` off the support too (the
     formula continued analytically, as in the paper's GAMP-RIE): kept for GAMP-RIE, whose
     default it still is (:func:`aim_tutorial.gamp_rie`, ``rie_outside``); chapter 5 shows that
