@@ -346,7 +346,10 @@ def q_hat_of(alpha, q, rho, T: int = 2, *, channel: str = "softmax", beta: float
 
     Returns:
         ``q_hat`` (float or array). At ``q = Q0`` without noise (``V' = 0``: exact measurements) it is
-        ``inf`` for ``alpha > 0`` (and 0 at ``alpha = 0``).
+        ``inf`` for ``alpha > 0`` (and 0 at ``alpha = 0``): the correct value, the limit ``q -> Q0`` (the
+        Fisher information of noiseless measurements), which the state evolution uses (``mmse = 0``
+        there), not an overflow; ``q > Q0`` is refused. With a tiny noise it is large and finite
+        (hardmax at ``noise = 1e-310``: 1.7e155).
 
     Example:
         >>> import aim_tutorial as aim
