@@ -303,8 +303,7 @@ def user_function(name: str, f, arg_shape: tuple, out_shape: tuple, what: str, *
         got = (f"a {np.dtype(dtype).name} array of shape {shape}" if shape is not None and dtype is not None
                else type(out).__name__)
         kind = "a real float array" if floating else "a real array"
-        raise ValueError(f"{name} must be a function of {what}, returning {kind} of shape {tuple(out_shape)}; "
-                         f"it returns {got}")
+        raise ValueError(f"{name} must map {what} to {kind} of shape {tuple(out_shape)}; it returns {got}")
     return f
 
 
