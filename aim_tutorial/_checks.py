@@ -19,6 +19,7 @@ __all__ = [
     "ArgumentTypeError",
     "boolean",
     "check_memory",
+    "user_function",
     "finite",
     "in_range",
     "integer_at_least",
@@ -154,13 +155,20 @@ def one_of(name: str, value, options) -> str:
 
 
 def prng_key(name: str, key):
-    """A JAX random key (new-style ``jax.random.key`` or a raw ``uint32[2]``)."""
+    """One JAX random key (new-style ``jax.random.key``, shape ``()``, or a raw ``uint32[2]``).
+
+    A batch of keys (``jax.random.split(key, 3)``) is refused with a ``ValueError`` naming the
+    argument: every function of the package takes one key (inside ``jax.vmap`` each traced key is one).
+    """
     import jax
 
     if isinstance(key, jax.Array):
-        if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
-            return key
-        if key.dtype == np.uint32 and key.shape[-1:] == (2,):
+        typed = jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
+        if typed or key.dtype == np.uint32 and key.shape[-1:] == (2,):
+            batch = key.shape if typed else key.shape[:-1]
+            if batch:  # jax.random's own error names neither the argument nor the function
+                raise ValueError(f"{name} must be one JAX random key, got a batch of keys of shape {batch}: "
+                                 "pass one key (keys[i]), or jax.vmap the function over the batch")
             return key
     raise ArgumentTypeError(
         f"{name} must be a JAX random key (jax.random.key(seed)), got {type(key).__name__}"
@@ -255,6 +263,48 @@ def _shape_struct(value):
         dtype = np.dtype(value.dtype)
 
     return _S
+
+
+# ----------------------------------------------------------------------------
+# functions given by the user
+# ----------------------------------------------------------------------------
+
+
+def user_function(name: str, f, arg_shape: tuple, out_shape: tuple, what: str, *, hashable: bool = False,
+                  floating: bool = True):
+    """A JAX-traceable callable ``f`` that maps a float64 array of ``arg_shape`` to a real array of
+    ``out_shape`` (``()``: a scalar), checked by tracing it once (``jax.eval_shape``, nothing computed).
+    ``floating``: the output must be a float array (``jax.grad`` needs one), else integers pass too.
+
+    ``what`` describes the argument in the messages (``"one (T, T) matrix"``);
+    ``hashable``: ``f`` must be hashable too (a static argument of ``jax.jit``: a module-level function
+    or a ``functools.partial``, not an object whose class sets ``__hash__ = None``). Every failure is
+    an :class:`ArgumentTypeError` (not callable, not hashable, or it raised while traced) or a
+    ``ValueError`` (a wrong shape or dtype) naming ``name``. Returns ``f``.
+    """
+    import jax
+
+    if not callable(f):
+        raise ArgumentTypeError(f"{name} must be callable (a function of {what}), got {type(f).__name__}")
+    if hashable:
+        try:
+            hash(f)
+        except TypeError:
+            raise ArgumentTypeError(f"{name} must be hashable (a static argument of jax.jit: a module-level "
+                                    f"function or a functools.partial), got an unhashable {type(f).__name__}") from None
+    try:
+        out = jax.eval_shape(f, jax.ShapeDtypeStruct(tuple(arg_shape), np.float64))
+    except Exception as e:  # noqa: BLE001 - any failure of the user's function, reported as such
+        raise ArgumentTypeError(f"{name} must be a JAX-traceable function of {what}; traced on a float64 array "
+                                f"of shape {tuple(arg_shape)} it failed: {type(e).__name__}: {e}") from e
+    shape, dtype = getattr(out, "shape", None), getattr(out, "dtype", None)
+    kinds = "f" if floating else "fiu"
+    if shape != tuple(out_shape) or dtype is None or np.dtype(dtype).kind not in kinds:
+        got = (f"a {np.dtype(dtype).name} array of shape {shape}" if shape is not None and dtype is not None
+               else type(out).__name__)
+        kind = "a real float array" if floating else "a real array"
+        raise ValueError(f"{name} must map {what} to {kind} of shape {tuple(out_shape)}; it returns {got}")
+    return f
 
 
 # ----------------------------------------------------------------------------

@@ -433,8 +433,10 @@ def gamp_rie_batch(X, y, rho: float, *, channel: str = "softmax", beta: float = 
         if status is None or not status.startswith(starts):  # pragma: no cover - device and host disagree
             raise RuntimeError(f"instance {b}: the device stopped on rule {code} at iteration {record.it} "
                                f"where gamp_rie_stop says {status!r}")
+        consistent, consistency = _amp.gamp_rie_self_check(problems[b].X, hist.nishimori_ratio)
         results.append(_amp.GampRieResult(
             S_hat=jnp.asarray(out["S_hat"][b]), mmse_pred=float(out["c"][b]),
             error=float(hist.error[-1]) if k else float("nan"), converged=status == "converged",
-            diverged=status.startswith("diverged"), n_iter=int(out["it"][b]), status=status, history=hist))
+            diverged=status.startswith("diverged"), n_iter=int(out["it"][b]), status=status, history=hist,
+            consistent=consistent, consistency=consistency))
     return results

@@ -100,7 +100,9 @@ def deep_output(hs, beta, c):
     ``hs``, ``beta >= 0``, finite ``c``) when they are concrete.
 
     Args:
-        hs: ``(L, ..., T, T)``, ``L, T >= 1``, the indices of the ``L`` layers.
+        hs: ``(L, ..., T, T)``, ``L, T >= 1``, the indices of the ``L`` layers: one stacked array,
+            or a list of ``L`` arrays of one shape ``(..., T, T)``, which is stacked (``jnp.asarray``:
+            the same output as the stacked array); integer indices are converted to float64.
         beta: inverse temperature ``>= 0``.
         c: skip strength (finite).
 

@@ -338,7 +338,7 @@ def averaged_errors(S_students: jax.Array, S_true: jax.Array, *, Ks=None) -> np.
 
     Args:
         S_students: ``(n_init, d, d)``.
-        S_true: ``(d, d)``.
+        S_true: ``(d, d)``: an array, or nested lists (converted to an array: the same errors).
         Ks: the values of ``K`` (default ``1, 2, 4, ..., n_init``); each in ``[1, n_init]``.
 
     Returns:

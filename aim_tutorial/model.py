@@ -250,7 +250,8 @@ def deep_attention_literal(
     Tracks ``B_{l-1}`` only to remove the divergent mean part of the attention.
 
     Args:
-        X: tokens, shape ``(..., T, d)``.
+        X: tokens, shape ``(..., T, d)``: a NumPy or JAX array, or nested lists (converted to a
+            JAX array, as ``jnp.asarray`` does; the result is that of the same array).
         Ss: list of ``L`` symmetric ``(d, d)`` matrices.
     """
     beta = _checks.nonnegative("beta", beta)

@@ -130,6 +130,7 @@ def sample_equivalent_indices(key: jax.Array, Q, n: int, T: int) -> jax.Array:
         >>> h.shape
         (5, 2, 3, 3)
     """
+    key = _checks.prng_key("key", key)
     n = _checks.integer_at_least("n", n, 1)
     T = _checks.integer_at_least("T", T, 1)
     _checks.square_symmetric("Q", Q)

@@ -346,7 +346,10 @@ def q_hat_of(alpha, q, rho, T: int = 2, *, channel: str = "softmax", beta: float
 
     Returns:
         ``q_hat`` (float or array). At ``q = Q0`` without noise (``V' = 0``: exact measurements) it is
-        ``inf`` for ``alpha > 0`` (and 0 at ``alpha = 0``).
+        ``inf`` for ``alpha > 0`` (and 0 at ``alpha = 0``): the correct value, the limit ``q -> Q0`` (the
+        Fisher information of noiseless measurements), which the state evolution uses (``mmse = 0``
+        there), not an overflow; ``q > Q0`` is refused. With a tiny noise it is large and finite
+        (hardmax at ``noise = 1e-310``: 1.7e155).
 
     Example:
         >>> import aim_tutorial as aim
@@ -917,16 +920,7 @@ def generic_state_evolution(key, alpha, rho: float, g: Callable, T: int = 2, *, 
     if n_zeta < 2 * n_batches:
         raise ValueError(f"n_zeta must be at least 2 n_batches (prior draws for each replica), "
                          f"got {n_zeta} and {n_batches}")
-    if not callable(g):
-        raise _checks.ArgumentTypeError("g must be callable: one (T, T) matrix to one (T, T) matrix")
-    try:
-        out = jax.eval_shape(g, jax.ShapeDtypeStruct((T, T), np.float64))
-    except Exception as e:  # noqa: BLE001 - any failure of the user's function, reported as such
-        raise ValueError(f"g must map one (T, T) = ({T}, {T}) matrix to one (T, T) matrix (JAX-traceable); "
-                         f"it failed: {type(e).__name__}: {e}") from e
-    if getattr(out, "shape", None) != (T, T):
-        raise ValueError(f"g must map one (T, T) = ({T}, {T}) matrix to one (T, T) matrix, it returns "
-                         f"{getattr(out, 'shape', type(out).__name__)}")
+    _ch.generic.check_output_function("g", g, T)
     a = np.atleast_1d(_nonneg_array("alpha", alpha, max_ndim=1))
     _checks.check_memory(f"generic_state_evolution(n_omega={n_omega}, n_zeta={n_zeta})",
                          2 * n_omega * n_zeta * T * T)
@@ -951,6 +945,9 @@ def generic_state_evolution(key, alpha, rho: float, g: Callable, T: int = 2, *, 
             z_y[b * nb_omega:(b + 1) * nb_omega], zeta[b::n_batches], q, Vp, label_noise, 1)[0][0])
             for b in range(n_batches)])
     Hb, Eb, Hr = np.array(Hb), np.array(Eb), np.array(Hr)  # (n_m, n_batches)
+    if not (np.all(np.isfinite(Hb)) and np.all(np.isfinite(Eb)) and np.all(np.isfinite(Hr))):
+        raise ValueError("g must return finite values: the Monte Carlo estimates of q_hat / alpha are not "
+                         "finite (g gave NaN or inf on some of the draws h of the attention indices)")
     lm = np.log(m_grid)
 
     def solve(Hcol, Ecol):

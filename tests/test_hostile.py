@@ -455,6 +455,187 @@ def test_valid_extremes_are_finite_and_in_range(label, compute, bounds):
     assert math.isfinite(v) and bounds[0] <= v <= bounds[1], (label, v)
 
 
+
+# ----------------------------------------------------------------------------------------------
+# the last hostile inputs (issue 50): no silent wrong answer
+# ----------------------------------------------------------------------------------------------
+
+_KEY_USERS = [
+    ("sample_teacher", lambda k: aim.sample_teacher(k, D, 0.5)),
+    ("sample_tokens", lambda k: aim.sample_tokens(k, 3, 2, D)),
+    ("symmetric_noise", lambda k: aim.symmetric_noise(k, (3, 2, 2), 0.5)),
+    ("sample_goe", lambda k: aim.sample_goe(k, D)),
+    ("sample_data", lambda k: aim.sample_data(k, S0, 5, 2)),
+    ("make_instance", lambda k: aim.make_instance(k, D, 0.5, 0.1, 2)),
+    ("sample_deep_teacher", lambda k: deep.sample_deep_teacher(k, D, [0.5, 0.5])),
+    ("sample_equivalent_indices", lambda k: aim.sample_equivalent_indices(k, Q2, 4, 2)),
+    ("label_space_error", lambda k: aim.label_space_error(0.5, 0.5, 3, key=k)),
+    ("generic_output_score", lambda k: aim.generic_output_score(
+        k, jnp.tanh, YLIN[:3], np.broadcast_to(OMEGA, (3, 2, 2)), 0.5, label_noise=0.1, n_samples=64)),
+    ("train_gd", lambda k: aim.train_gd(k, X0, Y0, 0.5, steps=2, lr=0.01)),
+    ("gamp_rie", lambda k: aim.gamp_rie(X0, YLIN, 0.5, channel="linear", key=k, max_iter=2)),
+]
+
+
+@pytest.mark.parametrize("label, call", _KEY_USERS, ids=[u[0] for u in _KEY_USERS])
+def test_a_batch_of_keys_where_one_is_expected_is_refused_by_name(label, call):
+    """jax.random's own error ("normal accepts a single key") named neither the argument nor the
+    function; a batch of new-style or raw keys is now refused as the argument ``key``."""
+    for batch in (jax.random.split(K, 3), jax.random.split(jax.random.PRNGKey(0), 3)):
+        with pytest.raises(ValueError, match=r"key must be one JAX random key, got a batch of keys of shape \(3,\)"):
+            call(batch)
+
+
+@pytest.mark.parametrize("bad", [3, None, "key", 1.5, np.zeros(2), np.zeros(2, np.uint32), jnp.zeros(3, jnp.uint32),
+                                 jnp.zeros(2, jnp.float32)], ids=repr)
+def test_sample_equivalent_indices_refuses_a_malformed_key_by_name(bad):
+    with pytest.raises(TypeError, match=r"^key must be a JAX random key"):
+        aim.sample_equivalent_indices(bad, Q2, 4, 2)
+
+
+class _Unhashable:
+    __hash__ = None
+
+    def __call__(self, h):
+        return h
+
+
+_BAD_G = {
+    "NaN": lambda h: h * jnp.nan,
+    "partly NaN": lambda h: jnp.where(h > 1.0, jnp.nan, h),
+    "inf": lambda h: h * jnp.inf,
+    "scalar": jnp.sum,
+    "wrong shape": lambda h: h[0],
+    "(3, 3)": lambda h: jnp.zeros((3, 3)),
+    "a list": lambda h: [h],
+    "complex": lambda h: h + 1j,
+    "unhashable": _Unhashable(),
+    "NumPy inside": lambda h: np.asarray(h),
+    "raises": lambda h: 1 / 0,
+}
+
+
+@pytest.mark.parametrize("which", list(_BAD_G))
+def test_a_bad_output_function_is_refused_by_name(which):
+    g = _BAD_G[which]
+    with pytest.raises((ValueError, TypeError), match=r"^g must"):
+        aim.generic_state_evolution(K, 0.2, 0.5, g, label_noise=0.5, n_omega=64, n_zeta=64, n_m=4)
+    with pytest.raises((ValueError, TypeError), match=r"^g must"):
+        aim.generic_output_score(K, g, YLIN[:3], np.broadcast_to(OMEGA, (3, 2, 2)), 0.5, label_noise=0.1,
+                                 n_samples=64)
+
+
+_BAD_F = {
+    "NaN": lambda w: jnp.sum(w) * jnp.nan,
+    "not a scalar": lambda w: w,
+    "unhashable, not a scalar": _Unhashable(),
+    "a list": lambda w: [jnp.sum(w)],
+    "integer": lambda w: jnp.sum(w).astype(jnp.int32),
+    "complex": lambda w: jnp.sum(w) + 1j,
+    "NumPy inside": lambda w: np.sum(np.asarray(w)),
+    "raises": lambda w: 1 / 0,
+    "kink": lambda w: jnp.sum(jnp.sqrt(jnp.abs(w - OMEGA))),  # infinite derivative at omega
+}
+
+
+@pytest.mark.parametrize("which", list(_BAD_F))
+def test_symmetric_gradient_refuses_a_bad_function_by_name(which):
+    with pytest.raises((ValueError, TypeError), match=r"^f must"):
+        aim.symmetric_gradient(_BAD_F[which], OMEGA)
+
+
+def test_integer_outputs_of_g_are_a_valid_channel():
+    """A g with integer values (a quantiser) is a channel like any other: y = g(h) + noise is real."""
+    r = aim.generic_state_evolution(K, 0.2, 0.5, lambda h: jnp.round(h).astype(jnp.int32), label_noise=0.5,
+                                    n_omega=64, n_zeta=64, n_m=4)
+    assert np.all(np.isfinite(r.mmse))
+
+
+def test_array_likes_are_converted_as_documented():
+    """Lists (and integer arrays) are converted to arrays, with the result of the same array: the
+    conversion each docstring states, not a silent difference."""
+    f = lambda w: jnp.sum(w**3)  # noqa: E731
+    om_int = np.array([[1, 0], [0, 2]])
+    np.testing.assert_array_equal(aim.symmetric_gradient(f, om_int), aim.symmetric_gradient(f, om_int.astype(float)))
+    np.testing.assert_array_equal(aim.symmetric_gradient(f, OMEGA.tolist()), aim.symmetric_gradient(f, OMEGA))
+    assert aim.symmetric_gradient(f, om_int).dtype == jnp.float64
+    G = np.broadcast_to(OMEGA, (N, 2, 2))
+    np.testing.assert_array_equal(aim.prior_input(X0.tolist(), G.tolist()), aim.prior_input(X0, G))
+    np.testing.assert_array_equal(aim.deep_attention_literal(X0.tolist(), [S0, S0]),
+                                  aim.deep_attention_literal(X0, [S0, S0]))
+    S_st = np.stack([S0, S0 + 0.1])
+    np.testing.assert_array_equal(aim.averaged_errors(S_st, S0.tolist()), aim.averaged_errors(S_st, S0))
+    np.testing.assert_array_equal(deep.deep_output([H0, 2 * H0], 1.0, 1.0), deep.deep_output(np.stack([H0, 2 * H0]),
+                                                                                              1.0, 1.0))
+
+
+def test_spectral_integral_refuses_an_rtol_below_the_rounding_floor():
+    """Each panel is accepted within 1e-14 of its value (the rounding of its sums): rtol = 1e-13 to 1e-300
+    gave the same value to the last bit, so an rtol below 1e-14 claimed an accuracy nothing reaches."""
+    for bad in (1e-300, 1e-15, 9.9e-15):
+        with pytest.raises(ValueError, match=r"rtol must be in \[1e-14, 1\)"):
+            aim.spectral_integral(0.5, 0.5, rtol=bad)
+    assert aim.spectral_integral(0.5, 0.5, rtol=1e-14) == pytest.approx(aim.spectral_integral(0.5, 0.5), rel=1e-13)
+
+
+def test_q_hat_of_at_the_prior_overlap_is_its_limit():
+    """At q = Q0 with no noise q_hat = inf (exact measurements: the limit q -> Q0, documented), a
+    finite q_hat just below grows like 1/(Q0 - q); a tiny (subnormal) noise gives a large finite q_hat,
+    not the 0 the hardmax table gave once q / V' overflowed; q > Q0 is refused by name."""
+    for ch in ("softmax", "linear", "hardmax"):
+        assert aim.q_hat_of(0.5, 1.5, 0.5, channel=ch) == math.inf
+        below = [aim.q_hat_of(0.5, 1.5 - e, 0.5, channel=ch) for e in (1e-3, 1e-6, 1e-9)]
+        assert np.all(np.isfinite(below)) and np.all(np.diff(below) > 0), (ch, below)
+        with pytest.raises(ValueError, match=r"^q must be in \[0, Q0\]"):
+            aim.q_hat_of(0.5, 1.5 + 1e-9, 0.5, channel=ch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        hm = [aim.q_hat_of(0.5, 1.5, 0.5, channel="hardmax", noise=v) for v in (1e-300, 1e-307, 1e-308, 1e-310)]
+        err = aim.label_space_error(1.5, 0.5, 2, channel="hardmax", noise=1e-310)
+    # H ~ (q V')^{-1/2} on the table's tail: q_hat grows as the noise shrinks, without a jump at 2e-308
+    assert np.all(np.isfinite(hm)) and np.all(np.diff(hm) > 0), hm
+    assert hm[3] / hm[0] == pytest.approx(math.sqrt(1e10), rel=1e-2)
+    assert err == 0.0
+
+
+def test_rie_far_outside_the_support():
+    """The default cleans an eigenvalue far outside the support to its edge's value (the posterior
+    mean's spectrum lies within the prior's; documented); the continuation tends to lambda, with no
+    cancellation: lambda - 2 delta / (lambda - sqrt(rho)) to rounding."""
+    delta, rho = 0.5, 0.5
+    (a, b), = aim.support_edges(delta, rho)
+    lam = np.array([-1e8, 1e3, 1e8, 1e15, 1e300])
+    xi_a, xi_b = aim.rie_eigenvalues(np.array([a, b]), delta, rho)
+    np.testing.assert_array_equal(aim.rie_eigenvalues(lam, delta, rho), [xi_a, xi_b, xi_b, xi_b, xi_b])
+    cont = aim.rie_eigenvalues(lam, delta, rho, outside="continuation")
+    u = 1 / (lam - math.sqrt(rho))
+    far = lam - 2 * delta * (u + (1 + delta) * u**3)  # h = 1/w + (1 + delta)/w^3 + O(w^-4): 1e-15 at 1e3
+    np.testing.assert_allclose(cont, far, rtol=1e-14)
+    assert aim.rie_eigenvalues(1e300, delta, rho, outside="continuation") == 1e300
+
+
+def _gamp_cases():
+    kS, kX, kI = jax.random.split(jax.random.key(0), 3)
+    S = aim.sample_teacher(kS, 60, 0.5)
+    X, y = aim.sample_data(kX, S, aim.n_samples(0.1, 60), 2)
+    return kI, S, X, y
+
+
+@pytest.mark.slow
+def test_gamp_rie_flags_a_run_whose_predicted_error_it_cannot_vouch_for():
+    """d = 60, alpha = 0.1, softmax: the normal run passes its self-checks (Nishimori ratio 1.03);
+    integer tokens converge with a predicted error of 0.23 and an actual one of 0.76 (the tokens' mean
+    square entry is 1.09, 13 standard errors from 1); a prior rho = 1e-4 on rho = 0.5 data converges with
+    a predicted error of 9e-5 and an actual one of 1.35 (ratio 2.6). The last two are flagged."""
+    kI, S, X, y = _gamp_cases()
+    ok = aim.gamp_rie(X, y, 0.5, key=kI, S_true=S)
+    assert ok.converged and ok.consistent and ok.consistency.startswith("consistent"), ok.consistency
+    for bad in (aim.gamp_rie(np.round(np.asarray(X)), y, 0.5, key=kI, S_true=S),
+                aim.gamp_rie(X, y, 1e-4, key=kI, S_true=S)):
+        assert bad.converged and bad.error > 3 * bad.mmse_pred  # the account that was silently wrong
+        assert not bad.consistent and "not to be trusted" in bad.consistency, bad.consistency
+
+
 if __name__ == "__main__":
     res, fails = sweep()
     total = collections.Counter()

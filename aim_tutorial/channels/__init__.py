@@ -213,7 +213,12 @@ def symmetric_gradient(f: Callable, omega):
 
     Args:
         f: a scalar function of a ``(..., T, T)`` array (JAX-traceable).
-        omega: the point, a real array of shape ``(..., T, T)``.
+        omega: the point, a real array of shape ``(..., T, T)``; a concrete one (an integer array or
+            nested lists included) is converted to float64, so that the gradient is a float64 array.
+
+    Raises:
+        ValueError or TypeError naming ``f`` (concrete ``omega``): ``f`` not callable, failing when
+        traced, not returning a real float scalar, or with a gradient that is not finite at ``omega``.
     """
     if not callable(f):
         raise _checks.ArgumentTypeError(f"f must be a callable (a scalar function of omega), got {type(f).__name__}")
@@ -221,8 +226,15 @@ def symmetric_gradient(f: Callable, omega):
         _checks.real_array("omega", omega, min_ndim=2)
     if len(np.shape(omega)) < 2 or np.shape(omega)[-1] != np.shape(omega)[-2]:
         raise ValueError(f"omega must have shape (..., T, T), got shape {np.shape(omega)}")
-    omega = jnp.asarray(omega, dtype=jnp.float64) if _is_concrete(omega) else omega
+    concrete = _is_concrete(omega)
+    omega = jnp.asarray(omega, dtype=jnp.float64) if concrete else omega
+    if concrete:
+        _checks.user_function("f", f, omega.shape, (), f"omega (shape {omega.shape})")
     G = jax.grad(f)(omega)
-    return (G + jnp.swapaxes(G, -1, -2)) / 2
+    G = (G + jnp.swapaxes(G, -1, -2)) / 2
+    if concrete and not bool(jnp.all(jnp.isfinite(G))):
+        raise ValueError("f must have a finite gradient at omega: jax.grad(f)(omega) has NaN or inf entries "
+                         "(f itself may be NaN or not differentiable there)")
+    return G
 
 

@@ -73,6 +73,11 @@ def generic_output_score(key, g: Callable, y, omega, V, *, label_noise: float, n
     Returns:
         :class:`GenericScore`.
 
+    Raises:
+        ValueError or TypeError naming the argument: among them ``g`` not hashable (it is a static
+        argument of ``jax.jit``), failing when traced, not returning a real ``(T, T)`` array, or
+        returning NaN or inf on the prior draws (a non-finite score).
+
     Chapter 4, section (sec-bo-one-curve).
     """
     _checks.prng_key("key", key)
@@ -89,9 +94,21 @@ def generic_output_score(key, g: Callable, y, omega, V, *, label_noise: float, n
     _checks.check_memory(f"generic_output_score(n_samples={n_samples})",
                          n_samples * int(np.prod(np.shape(omega))))
     T = np.shape(omega)[-1]
+    check_output_function("g", g, T)
     zeta = symmetric_gaussian(key, (n_samples, T, T))
-    return _generic_score(g, jnp.asarray(y, jnp.float64), jnp.asarray(omega, jnp.float64), zeta,
-                          float(V), float(label_noise))
+    out = _generic_score(g, jnp.asarray(y, jnp.float64), jnp.asarray(omega, jnp.float64), zeta,
+                         float(V), float(label_noise))
+    if not bool(jnp.all(jnp.isfinite(out.score))):
+        raise ValueError("g must return finite values: the score is not finite (g gave NaN or inf on some "
+                         "of the prior draws h = omega + sqrt(V) zeta)")
+    return out
+
+
+def check_output_function(name: str, g, T: int):
+    """``g`` is a hashable, JAX-traceable map of one ``(T, T)`` float matrix to one real ``(T, T)`` matrix
+    (:func:`aim_tutorial._checks.user_function`); else a ``ValueError`` or ``TypeError`` naming ``name``."""
+    return _checks.user_function(name, g, (T, T), (T, T), f"one (T, T) = ({T}, {T}) matrix", hashable=True,
+                                 floating=False)
 
 
 @partial(jax.jit, static_argnames=("g",))

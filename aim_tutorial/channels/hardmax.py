@@ -379,6 +379,8 @@ def _table_fn(lt, yy, y0, log_values):
             high = yy[-1] * np.ones_like(t)  # E log Z -> 0 as t -> inf; |L(t_hi)| is tiny
         return np.where(t < t_lo, low, np.where(t > t_hi, high, mid))
 
+    # the power law beyond t_hi, log y = tail[0] + tail[1] (log t - tail[2]), for callers whose t overflows
+    f.tail = (float(np.log(yy[-1])), slope_hi, float(lt[-1])) if log_values else None
     return f
 
 
@@ -439,7 +441,17 @@ def _log_partition(y, omega, Vp, beta):
 def _H(q, Vp, T, beta, score):
     tab = _hardmax_table()
     G = tab.G_published if score == "published" else tab.G_exact
-    return 2 * G(q / Vp) / (3 * Vp)
+    q, Vp = np.asarray(q, dtype=float), np.asarray(Vp, dtype=float)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        out = 2 * G(q / Vp) / (3 * Vp)
+        # a subnormal V' (noise below 2e-308 at q = Q0): q / V' overflows to inf, where the table's tail
+        # gave G = 0, and q_hat = 0 instead of ~1e154; the tail's power law in logs has no overflow
+        fix = (q > 0) & (Vp > 0) & ~(np.isfinite(out) & (out > 0))
+        if np.any(fix):
+            ly, slope, lt_hi = G.tail
+            lq, lv = np.log(np.where(fix, q, 1.0)), np.log(np.where(fix, Vp, 1.0))
+            out = np.where(fix, np.exp(math.log(2 / 3) + ly + slope * (lq - lv - lt_hi) - lv), out)
+    return out
 
 
 def _ElogZ(q, Vp, T, beta):
@@ -447,8 +459,10 @@ def _ElogZ(q, Vp, T, beta):
 
 
 def _label_error(q, Vp, T, beta, key, n_samples):
-    t = np.asarray(q, dtype=float) / Vp
-    return 1 - (2 / np.pi) * np.arcsin(t / (1 + t))
+    with np.errstate(over="ignore", divide="ignore"):
+        t = np.asarray(q, dtype=float) / Vp
+    # t = inf (a subnormal V'): t / (1 + t) is 1 there, not inf / inf
+    return 1 - (2 / np.pi) * np.arcsin(np.where(np.isinf(t), 1.0, t / (1 + t)))
 
 
 def _check(T, beta, noise, score):
