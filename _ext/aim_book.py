@@ -21,7 +21,8 @@
   before any notebook runs, so a chart is written as inline HTML that draws
   itself with ``window.vegaEmbed``; the Vega bundle of ``vl-convert-python``
   (Vega, Vega-Lite and Vega-Embed, no network) is written once into
-  ``_static`` and loaded only by the pages that hold a chart.
+  ``_static`` as a classic script (it runs from ``file://`` too) and loaded only by
+  the pages that hold a chart.
 """
 
 from __future__ import annotations
@@ -161,18 +162,32 @@ VEGA_BUNDLE = "vega-bundle.js"
 
 def _vega_bundle_if_charts(app, pagename, templatename, context, doctree):
     if 'class="aim-vega"' in (context.get("body") or ""):
-        # a module: its top-level names (one is `_`) stay out of the page's global scope
-        app.add_js_file(VEGA_BUNDLE, type="module")
+        # a classic script, deferred (run before the page's load event, after its charts'
+        # inline scripts, which wait for it): Chromium runs no module script from file://
+        app.add_js_file(VEGA_BUNDLE, loading_method="defer")
+
+
+def vega_bundle_script() -> str:
+    """vl-convert's bundle of Vega, Vega-Lite and Vega-Embed as a classic script.
+
+    ``vl_convert.javascript_bundle()`` is written as an ES module: it imports and exports
+    nothing, and assigns ``window.vegaEmbed``, ``window.vega`` and ``window.vegaLite``; a
+    module only kept its top-level names (one is ``_``) out of the page's global scope,
+    and ran in strict mode. A strict function around it does both, and a classic script
+    runs from ``file://`` too, where Chromium refuses module scripts (CORS). The test
+    (tests/test_book_ext.py) checks that the bundle still has no import, export, top-level
+    ``await`` or ``import.meta``, which a function could not hold."""
+    import vl_convert
+
+    return '(function () {\n"use strict";\n' + vl_convert.javascript_bundle() + "\n})();\n"
 
 
 def _write_vega_bundle(app, exception):
     if exception is not None or app.builder.format != "html":
         return
-    import vl_convert
-
     static = Path(app.outdir) / "_static"
     static.mkdir(parents=True, exist_ok=True)
-    (static / VEGA_BUNDLE).write_text(vl_convert.javascript_bundle(), encoding="utf-8")
+    (static / VEGA_BUNDLE).write_text(vega_bundle_script(), encoding="utf-8")
 
 
 def _executed_with_outputs(app, exception):

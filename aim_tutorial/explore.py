@@ -510,13 +510,24 @@ def to_html(chart, div_id: str | None = None) -> str:
     _counter[0] += 1
     div_id = div_id or f"aim-vega-{_counter[0]}"
     spec = json.dumps(chart.to_dict(), separators=(",", ":")).replace("</", "<\\/")
-    return (f'<div class="aim-vega" id="{div_id}"></div>\n<script type="text/javascript">\n'
-            f'(function () {{\n  var spec = {spec};\n'
+    msg = json.dumps({"bundle": NO_BUNDLE_MESSAGE, "failed": FAILED_MESSAGE})
+    return (f'<div class="aim-vega" id="{div_id}"><noscript><p class="aim-vega-message">'
+            f'{NO_SCRIPT_MESSAGE}</p></noscript></div>\n<script type="text/javascript">\n'
+            f'(function () {{\n  var spec = {spec};\n  var msg = {msg};\n'
+            f'  var el = document.getElementById("{div_id}");\n'
+            f'  function say(text) {{\n'
+            f'    var p = document.createElement("p");\n'
+            f'    p.className = "aim-vega-message";\n    p.textContent = text;\n'
+            f'    el.appendChild(p);\n  }}\n'
             f'  function draw() {{\n'
-            f'    if (!window.vegaEmbed) {{ return setTimeout(draw, 50); }}\n'
-            f'    vegaEmbed("#{div_id}", spec, {{actions: false, renderer: "svg"}}).then(function (r) {{\n'
+            f'    if (!window.vegaEmbed) {{\n'
+            f'      if (document.readyState !== "complete") {{\n'
+            f'        return window.addEventListener("load", draw, {{once: true}});\n      }}\n'
+            f'      return say(msg.bundle);\n    }}\n'
+            f'    vegaEmbed(el, spec, {{actions: false, renderer: "svg"}}).then(function (r) {{\n'
             f'      (window.aimViews = window.aimViews || {{}})["{div_id}"] = r.view;\n'
-            f'    }}).catch(function (e) {{ console.error(e); }});\n  }}\n  draw();\n}})();\n</script>')
+            f'    }}).catch(function (e) {{ say(msg.failed + e); console.error(e); }});\n  }}\n'
+            f'  draw();\n}})();\n</script>')
 
 
 def show(chart, div_id: str | None = None):
@@ -529,6 +540,14 @@ def show(chart, div_id: str | None = None):
     if os.environ.get(BOOK_BUILD_ENV):
         return _BookChart(to_html(chart, div_id), chart)
     return chart
+
+#: what a page says in place of a chart where scripts do not run (``<noscript>``), where the
+#: Vega bundle did not load, and where drawing failed (then with the error)
+NO_SCRIPT_MESSAGE = ("This explorer is drawn in the page by JavaScript, which does not run here: "
+                     "open the page in a browser with JavaScript on, or run the chapter's notebook.")
+NO_BUNDLE_MESSAGE = ("This explorer could not be drawn: its script (_static/vega-bundle.js, "
+                     "part of the built book) did not load.")
+FAILED_MESSAGE = "This explorer could not be drawn: "
 
 
 class _BookChart:

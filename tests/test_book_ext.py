@@ -30,3 +30,28 @@ def test_merge_streams_leaves_the_executed_notebook_alone():
     merged = render.coalesce_streams(outputs)
     assert [o["text"] for o in merged] == ["a table\nmore\n"]
     assert [o["text"] for o in outputs] == ["a table\n", "\n", "more\n"]
+
+
+def test_vega_bundle_is_a_classic_script():
+    """The Vega bundle runs as a classic script, which Chromium runs from file:// too (a
+    module script it refuses there): vl-convert's module imports and exports nothing, so a
+    strict function around it keeps its names out of the page's scope, as the module did."""
+    import re
+    import shutil
+    import subprocess
+
+    import vl_convert
+
+    raw = vl_convert.javascript_bundle()
+    # what a function could not hold, or a module would need
+    assert "import.meta" not in raw
+    statement = r"(^|[;}\s])(import\s*[{*\w][^;]*from\s*['\"]|export\s*(\{|default\b|const\b|function\b))"
+    assert not re.search(statement, raw), "the bundle imports or exports"
+    ext = _load_ext()
+    script = ext.vega_bundle_script()
+    assert script.startswith('(function () {\n"use strict";\n') and script.endswith("\n})();\n")
+    assert "window.vegaEmbed=" in script.replace(" ", "")
+    node = shutil.which("node")
+    if node:         # a top-level await, say, would not parse inside the function
+        out = subprocess.run([node, "--check", "-"], input=script, text=True, capture_output=True)
+        assert out.returncode == 0, out.stderr[-2000:]

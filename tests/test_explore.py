@@ -110,11 +110,16 @@ def test_show_writes_inline_html_only_in_the_book_build(monkeypatch):
     monkeypatch.setenv(explore.BOOK_BUILD_ENV, "1")
     bundle = explore.show(chart, "explorer-x")._repr_mimebundle_()
     html = bundle["text/html"]
-    assert html.startswith('<div class="aim-vega" id="explorer-x"></div>')
+    # where scripts do not run, the chart's place says so
+    assert html.startswith('<div class="aim-vega" id="explorer-x"><noscript><p class="aim-vega-message">'
+                           + explore.NO_SCRIPT_MESSAGE + "</p></noscript></div>")
     # the static first view, for the PDF: the chart's own SVG
     assert bundle["image/svg+xml"].lstrip().startswith("<svg") and "</svg>" in bundle["image/svg+xml"]
-    assert 'vegaEmbed("#explorer-x"' in html and "</script>" in html and "http" not in html.split("spec")[0]
+    assert 'document.getElementById("explorer-x")' in html and "vegaEmbed(el, spec" in html
+    assert "</script>" in html and "http" not in html.split("spec")[0]
     assert "https://" not in html.replace("https://vega.github.io/schema", "")
+    # the bundle missing at the page's load event, or drawing failing: said in place
+    assert json.dumps(explore.NO_BUNDLE_MESSAGE) in html and '"load"' in html and "say(msg.failed" in html
 
 
 @pytest.mark.slow

@@ -1,9 +1,11 @@
 """The in-page explorers (aim_tutorial.explore) in headless Chromium, offline.
 
-Each test loads the built page afresh, moves controls the way the page's own inputs
-do (setting the input and firing its event), and reads the drawn data back from the
-Vega scenegraph: the data of every mark item and its position on the screen. The
-drawn curves are compared with aim_tutorial.state_evolution solved here.
+Each test loads the built page afresh, served and from disk (file://; the `book_server`
+fixture), moves controls the way the page's own inputs do (setting the input and firing
+its event), and reads the drawn data back from the Vega scenegraph: the data of every mark
+item and its position on the screen. The drawn curves are compared with
+aim_tutorial.state_evolution solved here. Where scripts do not run, or the Vega bundle
+does not load, each explorer's place says so.
 """
 
 import re
@@ -79,7 +81,7 @@ class ExplorerPage:
 
         self.page.route("**/*", route)
         self.page.on("response", self._count)
-        self.page.goto(f"{base}/{path}", wait_until="load")
+        self.page.goto(f"{base}{path}", wait_until="load")
         n = len(VIEWS[path])
         # every chart of the page drawn (the views of VIEWS and any other, as chapter 8's own-channel one)
         self.page.wait_for_function(
@@ -329,3 +331,39 @@ def test_explorer_of_a_user_channel(open_page):
         drawn_at[noise] = drawn
     assert np.all(drawn_at[0.2] > drawn_at[0.0])
     assert not page.errors
+
+
+@pytest.mark.parametrize("path", sorted(VIEWS))
+def test_explorers_say_why_without_scripts(browser, book_server, path):
+    """Where scripts do not run (<noscript>), or the Vega bundle does not load, each
+    explorer's place holds a visible message instead of an empty box."""
+    _require_build()
+    n = len(VIEWS[path]) + (path == EXPLORE)         # chapter 8's own-channel explorer too
+    for scripts in (False, True):
+        context = browser.new_context(java_script_enabled=scripts, viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+        outside = []
+
+        def route(r):
+            url = r.request.url
+            if not url.startswith(book_server):
+                outside.append(url)
+                r.abort()
+            elif url.endswith("/_static/vega-bundle.js"):   # the bundle lost (scripts on)
+                r.abort()
+            else:
+                r.continue_()
+
+        page.route("**/*", route)
+        try:
+            page.goto(f"{book_server}{path}", wait_until="load")
+            page.wait_for_timeout(300)
+            shown = page.evaluate("""() => [...document.querySelectorAll('.aim-vega')].map(e => {
+              const m = e.querySelector('.aim-vega-message');
+              return m ? [m.textContent, m.getBoundingClientRect().height] : null; })""")
+        finally:
+            context.close()
+        assert len(shown) == n and all(m and m[1] > 0 for m in shown), (scripts, shown)
+        expected = aim.explore.NO_BUNDLE_MESSAGE if scripts else aim.explore.NO_SCRIPT_MESSAGE
+        assert all(m[0] == expected for m in shown), (scripts, shown)
+        assert not outside, outside
