@@ -55,3 +55,29 @@ def test_vega_bundle_is_a_classic_script():
     if node:         # a top-level await, say, would not parse inside the function
         out = subprocess.run([node, "--check", "-"], input=script, text=True, capture_output=True)
         assert out.returncode == 0, out.stderr[-2000:]
+
+
+def test_download_button_points_at_the_colab_notebook():
+    ext = _load_ext()
+    buttons = [{"label": "download-buttons", "buttons": [
+        {"label": "download-notebook-button", "url": "../_sources/book/01_model.ipynb", "text": ".ipynb"},
+        {"label": "download-source-button", "url": "../_sources/book/01_model.md", "text": ".md"}]}]
+    ext.point_download_button(buttons, "../notebooks/01_model.ipynb")
+    nb, src = buttons[0]["buttons"]
+    assert nb["url"] == "../notebooks/01_model.ipynb" and nb["tooltip"] == ext.NOTEBOOK_TOOLTIP
+    assert src["url"] == "../_sources/book/01_model.md"
+    # a page the theme gave no notebook button: one is added, first in the menu
+    buttons = [{"label": "launch-buttons", "buttons": []},
+               {"label": "download-buttons", "buttons": [{"label": "download-source-button", "url": "x.md"}]}]
+    ext.point_download_button(buttons, "../notebooks/02_random_matrices.ipynb")
+    assert buttons[1]["buttons"][0]["url"] == "../notebooks/02_random_matrices.ipynb"
+    assert buttons[0]["buttons"] == []
+
+
+def test_chapter_links_its_notebook_under_its_title():
+    ext = _load_ext()
+    body = '<section id="x"><h1>1. The model<a class="headerlink" href="#x">#</a></h1>\n<p>Text</p>'
+    out = ext.notebook_line(body, "../notebooks/01_model.ipynb", "01_model.ipynb")
+    head, line, rest = out.split("\n", 2)
+    assert head.endswith("</h1>") and rest == "<p>Text</p>"
+    assert 'class="aim-notebook-link"' in line and 'href="../notebooks/01_model.ipynb" download' in line
