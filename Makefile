@@ -95,8 +95,8 @@ mutation: install
 mutation-ci: install
 	$(BIN)/python scripts/mutation.py --curated --jobs $(JOBS)
 
-# Every page of the built book in headless Chromium (Debian's), offline:
-# maths rendered, no raw MyST, no broken link or image, no equation wider than
+# Every page of the built book in headless Chromium (Debian's), offline, served and
+# opened from disk (file://): maths rendered, no raw MyST, no broken link or image, no equation wider than
 # its column, no console error, no network request. Screenshots: _build/screenshots.
 browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }

@@ -11,6 +11,11 @@
 * Launch buttons (Colab) only on pages that have a Colab notebook
   ``book/NAME.ipynb``: a page that is executed but ships no notebook (the
   benchmarks appendix) gets none, instead of a button that opens its ``.md``.
+* The ``.ipynb`` download of a chapter is its Colab notebook (``aim_colab``: plain
+  Jupyter Markdown), copied into the site as ``notebooks/NAME.ipynb``, and each chapter
+  links it under its title. The theme's button gave the MyST notebook, whose
+  directives, roles and macros plain Jupyter shows raw. Not in the student edition,
+  whose notebooks would hold the solutions.
 * One output box per stream and cell (``nb_merge_streams``), without writing the
   merge back: myst-nb's ``coalesce_streams`` edits the first stream output in
   place, so the executed notebook kept the merged text *and* the later pieces
@@ -21,7 +26,8 @@
   before any notebook runs, so a chart is written as inline HTML that draws
   itself with ``window.vegaEmbed``; the Vega bundle of ``vl-convert-python``
   (Vega, Vega-Lite and Vega-Embed, no network) is written once into
-  ``_static`` and loaded only by the pages that hold a chart.
+  ``_static`` as a classic script (it runs from ``file://`` too) and loaded only by
+  the pages that hold a chart.
 """
 
 from __future__ import annotations
@@ -115,6 +121,68 @@ def _drop_launch_buttons(app, pagename, templatename, context, doctree):
             meta.pop("kernelspec")
 
 
+NOTEBOOKS = "notebooks"
+NOTEBOOK_TOOLTIP = "Download this chapter as a Jupyter notebook (runs in Colab or Jupyter)"
+
+
+def _ships_notebook(app, pagename) -> bool:
+    """Whether the page is a chapter with a Colab notebook that this edition may give out."""
+    import aim_colab
+
+    return (bool(aim_colab.CHAPTER.match(pagename))
+            and Path(app.srcdir, pagename).with_suffix(".ipynb").is_file()
+            and getattr(app.config, "aim_edition", "reader") != "student")
+
+
+def point_download_button(header_buttons, url: str) -> None:
+    """The header's ``.ipynb`` download set to ``url`` (added to the download menu if the
+    theme gave the page none)."""
+    for group in header_buttons:
+        if group.get("label") != "download-buttons":
+            continue
+        for button in group.get("buttons", []):
+            if button.get("label") == "download-notebook-button":
+                button.update(url=url, tooltip=NOTEBOOK_TOOLTIP)
+                return
+        group.setdefault("buttons", []).insert(0, {
+            "type": "link", "url": url, "text": ".ipynb", "icon": "fas fa-code",
+            "tooltip": NOTEBOOK_TOOLTIP, "label": "download-notebook-button"})
+        return
+
+
+def notebook_line(body: str, url: str, name: str) -> str:
+    """The chapter's body with a line under its title that links its notebook."""
+    line = (f'<p class="aim-notebook-link">This chapter as a Jupyter notebook, for Colab, '
+            f'JupyterLab or Jupyter: <a class="reference download" href="{url}" download>'
+            f'<code class="docutils literal notranslate"><span class="pre">{name}</span></code></a></p>')
+    head, sep, rest = body.partition("</h1>")
+    return head + sep + "\n" + line + rest if sep else line + body
+
+
+def _colab_notebook_download(app, pagename, templatename, context, doctree):
+    if app.builder.format != "html" or not _ships_notebook(app, pagename):
+        return
+    name = Path(pagename).name + ".ipynb"
+    url = context["pathto"](f"{NOTEBOOKS}/{name}", 1)
+    point_download_button(context.get("header_buttons") or [], url)
+    if context.get("body"):
+        context["body"] = notebook_line(context["body"], url, name)
+
+
+def _copy_colab_notebooks(app, exception):
+    """The Colab notebooks this build wrote (``_build/colab``) into the site, for the links."""
+    if exception is not None or app.builder.format != "html":
+        return
+    import shutil
+
+    written = Path(app.outdir).parent / "colab"
+    for doc in sorted(app.env.found_docs):
+        if _ships_notebook(app, doc) and (written / f"{doc}.ipynb").is_file():
+            target = Path(app.outdir) / NOTEBOOKS / f"{Path(doc).name}.ipynb"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(written / f"{doc}.ipynb", target)
+
+
 def _script_key(js):
     if isinstance(js, str):
         return (js, ())
@@ -161,18 +229,32 @@ VEGA_BUNDLE = "vega-bundle.js"
 
 def _vega_bundle_if_charts(app, pagename, templatename, context, doctree):
     if 'class="aim-vega"' in (context.get("body") or ""):
-        # a module: its top-level names (one is `_`) stay out of the page's global scope
-        app.add_js_file(VEGA_BUNDLE, type="module")
+        # a classic script, deferred (run before the page's load event, after its charts'
+        # inline scripts, which wait for it): Chromium runs no module script from file://
+        app.add_js_file(VEGA_BUNDLE, loading_method="defer")
+
+
+def vega_bundle_script() -> str:
+    """vl-convert's bundle of Vega, Vega-Lite and Vega-Embed as a classic script.
+
+    ``vl_convert.javascript_bundle()`` is written as an ES module: it imports and exports
+    nothing, and assigns ``window.vegaEmbed``, ``window.vega`` and ``window.vegaLite``; a
+    module only kept its top-level names (one is ``_``) out of the page's global scope,
+    and ran in strict mode. A strict function around it does both, and a classic script
+    runs from ``file://`` too, where Chromium refuses module scripts (CORS). The test
+    (tests/test_book_ext.py) checks that the bundle still has no import, export, top-level
+    ``await`` or ``import.meta``, which a function could not hold."""
+    import vl_convert
+
+    return '(function () {\n"use strict";\n' + vl_convert.javascript_bundle() + "\n})();\n"
 
 
 def _write_vega_bundle(app, exception):
     if exception is not None or app.builder.format != "html":
         return
-    import vl_convert
-
     static = Path(app.outdir) / "_static"
     static.mkdir(parents=True, exist_ok=True)
-    (static / VEGA_BUNDLE).write_text(vl_convert.javascript_bundle(), encoding="utf-8")
+    (static / VEGA_BUNDLE).write_text(vega_bundle_script(), encoding="utf-8")
 
 
 def _executed_with_outputs(app, exception):
@@ -245,6 +327,10 @@ def setup(app):
     import aim_colab
 
     app.connect("build-finished", aim_colab.write_notebooks)
+    # ... and into the site, where each chapter's .ipynb download points (after the theme's
+    # buttons, priority 501)
+    app.connect("build-finished", _copy_colab_notebooks)
+    app.connect("html-page-context", _colab_notebook_download, priority=502)
     # before sphinx-book-theme's own handler (default priority 500)
     app.connect("html-page-context", _drop_launch_buttons, priority=100)
     # after every extension has added its scripts

@@ -237,6 +237,19 @@ def _chart(alt, tab, tables, noise_only=None, zero_tails=True):
     return alt.Chart(data).transform_calculate(**_decode(tab, tables))
 
 
+#: the smallest type the charts use (px): axis labels, legends, read-outs; Vega's defaults
+#: (10 px labels, 11 px titles) are too small to read beside the book's 16 px text
+FONT_SIZE = 12
+
+
+def _styled(chart):
+    """The book's type sizes and no frame around the plot."""
+    return (chart.configure_view(stroke=None)
+            .configure_axis(labelFontSize=FONT_SIZE, titleFontSize=FONT_SIZE + 1)
+            .configure_legend(labelFontSize=FONT_SIZE, titleFontSize=FONT_SIZE)
+            .configure_title(fontSize=FONT_SIZE + 1))
+
+
 def _select(alt, name, options, value, label):
     return alt.param(name=name, value=value,
                      bind=alt.binding_select(options=list(options), name=label + " "))
@@ -254,10 +267,13 @@ def error_curve_explorer(tables: Tables | None = None, width: int = 460, height:
     values), ``T`` (2 to 8), ``log10 beta`` (-2 to 2: the curve does not move,
     claim 1 of chapter 8), the plotted range ``[alpha_min, alpha_max]`` and a
     cursor ``alpha`` whose error is read off (linear interpolation between the
-    tabulated points). The dotted rule is ``alpha_PR`` (noiseless, every channel
-    but hardmax); for the noiseless hardmax channel the dashed curve is the one the
-    published score gives. The sigmoid channel draws the linear curve (its map is
-    invertible) and says so.
+    tabulated points). The plotted range is a part of the tabulated one, in per cent
+    (by default all of it: the curve fills the chart at every ``T``); "α from" above
+    "α to" draws the range between them and says so. A cursor outside the tables is
+    read at the table's end, and the read-out says so. The dotted rule is ``alpha_PR``
+    (noiseless, every channel but hardmax); for the noiseless hardmax channel the dashed
+    curve is the one the published score gives. The sigmoid channel draws the linear
+    curve (its map is invertible) and says so.
     """
     alt = _alt()
     tab = load_tables() if tables is None else tables
@@ -268,13 +284,20 @@ def error_curve_explorer(tables: Tables | None = None, width: int = 460, height:
         T=_slider(alt, "T", *T_RANGE, 1, 2, "tokens T"),
         lbeta=_slider(alt, "log10_beta", *LOG10_BETA_RANGE, 0.1, 0.0, "log10 β"),
         noise=_select(alt, "noise", noises, 0.0, "noise Δ"),
-        amin=_slider(alt, "alpha_min", 0.0, 1.0, 0.005, 0.0, "α from"),
-        amax=_slider(alt, "alpha_max", 0.02, 10.0, 0.01, 0.3, "α to"),
-        acur=_slider(alt, "alpha", 0.0, 10.0, 0.001, 0.1, "cursor α"),
+        amin=_slider(alt, "alpha_from", 0, 99, 1, 0, "α from, % of table"),
+        amax=_slider(alt, "alpha_to", 1, 100, 1, 100, "α to, % of table"),
+        acur=_slider(alt, "alpha", 0.0, 1.0, 0.001, 0.1, "cursor α"),
     )
     K = "(channel == 'softmax' ? T * T + T - 2 : channel == 'hardmax' ? 1 : T * T + T)"
     PR = f"(channel == 'relu' ? 2 : 1) * (rho <= 1 ? 2 * rho - rho * rho : 1) / {K}"
-    dom = alt.ExprRef("[alpha_min, max(alpha_max, alpha_min + 0.01)]")
+    # the tabulated range of alpha for this channel and T: the softmax table ends at
+    # x = X_MAX, the ReLU one at X_RELU, the hardmax one spans [A_MIN, A_MAX]
+    x_max, x_relu = float(tab.x[tab.table == 0].max()), float(tab.x[tab.table == 3].max())
+    a_min, a_max = float(tab.x[tab.table == 1].min()), float(tab.x[tab.table == 1].max())
+    end = f"(channel == 'hardmax' ? {a_max} : (channel == 'relu' ? {x_relu} : {x_max}) / {K})"
+    start = f"(channel == 'hardmax' ? {a_min} : 0)"
+    lo, hi = "min(alpha_from, alpha_to)", "max(max(alpha_from, alpha_to), min(alpha_from, alpha_to) + 1)"
+    dom = alt.ExprRef(f"[{end} * {lo} / 100, {end} * {hi} / 100]")
     x_enc = alt.X("alpha:Q", title="sample complexity α", scale=alt.Scale(domain=dom, nice=False),
                   axis=alt.Axis(tickCount=8, labelOverlap=True))
     y_enc = alt.Y("m:Q", title="Bayes-optimal error", scale=alt.Scale(domain=[0, 1.02]))
@@ -293,13 +316,9 @@ def error_curve_explorer(tables: Tables | None = None, width: int = 460, height:
         strokeDash=alt.condition("datum.t == 2", alt.value([5, 3]), alt.value([1, 0])),
         order="x:Q", detail="t:N")
     line = line.properties(name="curve")
-    # the cursor: linear interpolation between the two tabulated points around alpha
-    # (clamped to the tabulated range: the softmax table ends at x = X_MAX, the hardmax
-    # one spans [A_MIN, A_MAX])
-    x_max, x_relu = float(tab.x[tab.table == 0].max()), float(tab.x[tab.table == 3].max())
-    a_min, a_max = float(tab.x[tab.table == 1].min()), float(tab.x[tab.table == 1].max())
-    clamp = (f"channel == 'hardmax' ? clamp(alpha, {a_min}, {a_max} * (1 - 1e-9)) "
-             f": clamp(alpha, 0, (channel == 'relu' ? {x_relu} : {x_max}) * (1 - 1e-9) / {K})")
+    # the cursor: linear interpolation between the two tabulated points around alpha,
+    # read at the end of the tabulated range when alpha is outside it (and the read-out says so)
+    clamp = f"clamp(alpha, {start}, {end} * (1 - 1e-9))"
     cursor = (base.transform_filter("datum.t != 2")
               .transform_calculate(ac=clamp)
               .transform_window(a2="lead(alpha)", m2="lead(m)", sort=[alt.SortField("x")])
@@ -316,23 +335,30 @@ def error_curve_explorer(tables: Tables | None = None, width: int = 460, height:
           .mark_rule(strokeDash=[2, 2], color="gray", clip=True).encode(x="a_pr:Q"))
     pr = pr.properties(name="alpha_pr")
     readout = (one.transform_calculate(
-        text="channel == 'hardmax' && T != 2 ? 'hardmax: tabulated at T = 2 only' : "
-             "channel == 'sigmoid' ? 'sigmoid: invertible, the linear curve' : ''")
-        .mark_text(align="left", x=8, y=12, fontSize=12, color="#a00").encode(text="text:N")
+        text="(channel == 'hardmax' && T != 2 ? 'hardmax: tabulated at T = 2 only' : "
+             "channel == 'sigmoid' ? 'sigmoid: invertible, the linear curve' : '') + "
+             "(alpha_from > alpha_to ? ((channel == 'hardmax' && T != 2) || channel == 'sigmoid' ? "
+             "'\\n' : '') + '“α from” is above “α to”: drawn between them' : '')")
+        .mark_text(align="left", baseline="top", x=8, y=6, fontSize=FONT_SIZE, color="#a00",
+                   lineBreak="\n").encode(text="text:N")
         .properties(name="note"))
     layered = alt.layer(line, pr, dot, readout).properties(width=width, height=height)
     # the read-out line under the plot: cursor, error, threshold, beta
     text = (cursor.transform_calculate(
         a_pr=f"noise == 0 && channel != 'hardmax' ? {PR} : -1")
         .transform_calculate(
-            text="'α = ' + format(datum.ac, '.3f') + ' · error = ' + format(datum.m_at, '.4f') + "
+            text="'cursor α = ' + format(alpha, '.3f') + ' · error = ' + format(datum.m_at, '.4f') + "
                  "(datum.a_pr >= 0 ? ' · α_PR = ' + format(datum.a_pr, '.4f') : '') + "
-                 "' · β = ' + format(pow(10, log10_beta), '.3g') + ' (no effect)' + "
+                 "(datum.ac != alpha ? '\\nthe cursor is outside the table (α from ' + "
+                 "format(" + start + ", '.3~g') + ' to ' + format(" + end + ", '.3~g') + "
+                 "'): its error is read at α = ' + format(datum.ac, '.3f') : '') + "
+                 "'\\nβ = ' + format(pow(10, log10_beta), '.3g') + ' (no effect)' + "
                  "(channel == 'hardmax' && noise == 0 ? ' · red dashed: published score' : '')")
-        .mark_text(align="left", x=0, fontSize=12).encode(text="text:N")
-        .properties(width=width, height=18, name="readout"))
+        .mark_text(align="left", baseline="top", x=0, y=2, fontSize=FONT_SIZE, lineBreak="\n")
+        .encode(text="text:N")
+        .properties(width=width, height=3 * (FONT_SIZE + 3) + 4, name="readout"))
     chart = alt.vconcat(layered, text, spacing=4).add_params(*p.values())
-    return chart.configure_view(stroke=None).properties(title="")
+    return _styled(chart).properties(title="")
 
 
 def phase_explorer(tables: Tables | None = None, width: int = 420, height: int = 300):
@@ -375,8 +401,10 @@ def phase_explorer(tables: Tables | None = None, width: int = 420, height: int =
         y=alt.Y("a_lo:Q", title="sample complexity α",
                 scale=alt.Scale(domain=alt.ExprRef(f"[0, {x_top} / {K}]"), nice=False)),
         y2="a_hi:Q",
-        color=alt.Color("m:Q", title="error", scale=alt.Scale(scheme="viridis", domain=[0, 1])),
-        # each cell outlined in its own colour: no hairlines between cells
+        color=alt.Color("m:Q", title="error", scale=alt.Scale(scheme="viridis", domain=[0, 1]),
+                        legend=alt.Legend(orient="right", gradientLength=height - 40)),
+        # each cell outlined in its own colour: no hairlines between cells (its scale and
+        # legend kept apart from the colour's, whose legend is then a gradient)
         stroke=alt.Stroke("m:Q", scale=alt.Scale(scheme="viridis", domain=[0, 1]), legend=None),
         tooltip=[alt.Tooltip("rho:Q", title="ρ"), alt.Tooltip("alpha:Q", title="α", format=".4f"),
                  alt.Tooltip("m:Q", title="error", format=".4f")]).properties(name="heat")
@@ -385,8 +413,9 @@ def phase_explorer(tables: Tables | None = None, width: int = 420, height: int =
     pr = (alt.Chart(alt.InlineData(values=pr_rows)).transform_filter("noise == 0")
           .transform_calculate(a_pr=f"(channel == 'relu' ? 2 : 1) * datum.xpr / {K}")
           .mark_line(color="white", strokeWidth=2).encode(x="r:Q", y="a_pr:Q"))
+    end = f"{x_top} / {K}"
     cur = (base.transform_filter("datum.rho == cursor_rho")
-           .transform_calculate(ac=f"clamp(cursor_alpha, 0, {x_top} * (1 - 1e-9) / {K})")
+           .transform_calculate(ac=f"clamp(cursor_alpha, 0, {end} * (1 - 1e-9))")
            .transform_window(a2="lead(alpha)", m2="lead(m)", sort=[alt.SortField("x")])
            .transform_filter("datum.alpha <= datum.ac && datum.a2 > datum.ac")
            .transform_calculate(m_at="datum.m + (datum.m2 - datum.m) * (datum.ac - datum.alpha)"
@@ -395,13 +424,19 @@ def phase_explorer(tables: Tables | None = None, width: int = 420, height: int =
     mark = cur.mark_point(shape="cross", size=160, color="red", filled=True, strokeWidth=1).encode(
         x="r_at:Q", y="a_at:Q").properties(name="cursor")
     text = (cur.transform_calculate(
-        text="'ρ = ' + format(cursor_rho, '~g') + ' · α = ' + format(datum.ac, '.3f') + "
-             "' · error = ' + format(datum.m_at, '.4f')")
-        .mark_text(align="left", x=0, fontSize=12).encode(text="text:N")
-        .properties(width=width, height=18, name="readout"))
-    chart = alt.vconcat(alt.layer(heat, pr, mark).properties(width=width, height=height), text,
+        text="'cursor ρ = ' + format(cursor_rho, '~g') + ' · α = ' + format(cursor_alpha, '.3f') + "
+             "' · error = ' + format(datum.m_at, '.4f') + "
+             "(datum.ac != cursor_alpha ? '\\nthe cursor is above the table (α ≤ ' + "
+             "format(" + end + ", '.3~g') + "
+             "'): its error is read at α = ' + format(datum.ac, '.3f') : '')")
+        .mark_text(align="left", baseline="top", x=0, y=2, fontSize=FONT_SIZE, lineBreak="\n")
+        .encode(text="text:N")
+        .properties(width=width, height=2 * (FONT_SIZE + 3) + 4, name="readout"))
+    plot = (alt.layer(heat, pr, mark).resolve_scale(stroke="independent")
+            .resolve_legend(stroke="independent").properties(width=width, height=height))
+    chart = alt.vconcat(plot, text,
                         spacing=4).add_params(*p.values())
-    return chart.configure_view(stroke=None)
+    return _styled(chart)
 
 
 def hardmax_explorer(tables: Tables | None = None, width: int = 460, height: int = 280):
@@ -422,7 +457,7 @@ def hardmax_explorer(tables: Tables | None = None, width: int = 460, height: int
                                 legend=alt.Legend(orient="top-right")),
                 strokeDash=alt.condition("datum.t == 2", alt.value([5, 3]), alt.value([1, 0])),
                 order="x:Q", detail="t:N").properties(name="curve"))
-    return line.add_params(rho).properties(width=width, height=height).configure_view(stroke=None)
+    return _styled(line.add_params(rho).properties(width=width, height=height))
 
 
 class ChannelCurves(NamedTuple):
@@ -492,7 +527,7 @@ def channel_explorer(channel, rhos=(0.5,), Ts=(2, 3), noises=(0.0,), alphas=None
                 tooltip=[alt.Tooltip("alpha:Q", title="α", format=".4f"),
                          alt.Tooltip("m:Q", title="error", format=".4f")])
             .properties(name="curve", title=f"{ch.name}: {ch.summary}"))
-    return line.add_params(*p.values()).properties(width=width, height=height).configure_view(stroke=None)
+    return _styled(line.add_params(*p.values()).properties(width=width, height=height))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -500,23 +535,45 @@ def channel_explorer(channel, rhos=(0.5,), Ts=(2, 3), noises=(0.0,), alphas=None
 
 _counter = [0]
 
+#: what a page says in place of a chart where scripts do not run (``<noscript>``), where the
+#: Vega bundle did not load, and where drawing failed (then with the error)
+NO_SCRIPT_MESSAGE = ("This explorer is drawn in the page by JavaScript, which does not run here: "
+                     "open the page in a browser with JavaScript on, or run the chapter's notebook.")
+NO_BUNDLE_MESSAGE = ("This explorer could not be drawn: its script (_static/vega-bundle.js, "
+                     "part of the built book) did not load.")
+FAILED_MESSAGE = "This explorer could not be drawn: "
+
 
 def to_html(chart, div_id: str | None = None) -> str:
     """The chart as an HTML fragment for a page that loads the Vega bundle (``window.vegaEmbed``).
 
     The fragment registers the Vega view as ``window.aimViews[div_id]`` once drawn
-    (the book's browser test reads the drawn data from it).
+    (the book's browser test reads the drawn data from it). The bundle is a deferred
+    script: it has run by the page's ``load`` event, and if ``window.vegaEmbed`` is
+    missing then, or drawing fails, the chart's place says so (``.aim-vega-message``);
+    where scripts do not run at all, a ``<noscript>`` does.
     """
     _counter[0] += 1
     div_id = div_id or f"aim-vega-{_counter[0]}"
     spec = json.dumps(chart.to_dict(), separators=(",", ":")).replace("</", "<\\/")
-    return (f'<div class="aim-vega" id="{div_id}"></div>\n<script type="text/javascript">\n'
-            f'(function () {{\n  var spec = {spec};\n'
+    msg = json.dumps({"bundle": NO_BUNDLE_MESSAGE, "failed": FAILED_MESSAGE})
+    return (f'<div class="aim-vega" id="{div_id}"><noscript><p class="aim-vega-message">'
+            f'{NO_SCRIPT_MESSAGE}</p></noscript></div>\n<script type="text/javascript">\n'
+            f'(function () {{\n  var spec = {spec};\n  var msg = {msg};\n'
+            f'  var el = document.getElementById("{div_id}");\n'
+            f'  function say(text) {{\n'
+            f'    var p = document.createElement("p");\n'
+            f'    p.className = "aim-vega-message";\n    p.textContent = text;\n'
+            f'    el.appendChild(p);\n  }}\n'
             f'  function draw() {{\n'
-            f'    if (!window.vegaEmbed) {{ return setTimeout(draw, 50); }}\n'
-            f'    vegaEmbed("#{div_id}", spec, {{actions: false, renderer: "svg"}}).then(function (r) {{\n'
+            f'    if (!window.vegaEmbed) {{\n'
+            f'      if (document.readyState !== "complete") {{\n'
+            f'        return window.addEventListener("load", draw, {{once: true}});\n      }}\n'
+            f'      return say(msg.bundle);\n    }}\n'
+            f'    vegaEmbed(el, spec, {{actions: false, renderer: "svg"}}).then(function (r) {{\n'
             f'      (window.aimViews = window.aimViews || {{}})["{div_id}"] = r.view;\n'
-            f'    }}).catch(function (e) {{ console.error(e); }});\n  }}\n  draw();\n}})();\n</script>')
+            f'    }}).catch(function (e) {{ say(msg.failed + e); console.error(e); }});\n  }}\n'
+            f'  draw();\n}})();\n</script>')
 
 
 def show(chart, div_id: str | None = None):

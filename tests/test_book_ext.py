@@ -30,3 +30,54 @@ def test_merge_streams_leaves_the_executed_notebook_alone():
     merged = render.coalesce_streams(outputs)
     assert [o["text"] for o in merged] == ["a table\nmore\n"]
     assert [o["text"] for o in outputs] == ["a table\n", "\n", "more\n"]
+
+
+def test_vega_bundle_is_a_classic_script():
+    """The Vega bundle runs as a classic script, which Chromium runs from file:// too (a
+    module script it refuses there): vl-convert's module imports and exports nothing, so a
+    strict function around it keeps its names out of the page's scope, as the module did."""
+    import re
+    import shutil
+    import subprocess
+
+    import vl_convert
+
+    raw = vl_convert.javascript_bundle()
+    # what a function could not hold, or a module would need
+    assert "import.meta" not in raw
+    statement = r"(^|[;}\s])(import\s*[{*\w][^;]*from\s*['\"]|export\s*(\{|default\b|const\b|function\b))"
+    assert not re.search(statement, raw), "the bundle imports or exports"
+    ext = _load_ext()
+    script = ext.vega_bundle_script()
+    assert script.startswith('(function () {\n"use strict";\n') and script.endswith("\n})();\n")
+    assert "window.vegaEmbed=" in script.replace(" ", "")
+    node = shutil.which("node")
+    if node:         # a top-level await, say, would not parse inside the function
+        out = subprocess.run([node, "--check", "-"], input=script, text=True, capture_output=True)
+        assert out.returncode == 0, out.stderr[-2000:]
+
+
+def test_download_button_points_at_the_colab_notebook():
+    ext = _load_ext()
+    buttons = [{"label": "download-buttons", "buttons": [
+        {"label": "download-notebook-button", "url": "../_sources/book/01_model.ipynb", "text": ".ipynb"},
+        {"label": "download-source-button", "url": "../_sources/book/01_model.md", "text": ".md"}]}]
+    ext.point_download_button(buttons, "../notebooks/01_model.ipynb")
+    nb, src = buttons[0]["buttons"]
+    assert nb["url"] == "../notebooks/01_model.ipynb" and nb["tooltip"] == ext.NOTEBOOK_TOOLTIP
+    assert src["url"] == "../_sources/book/01_model.md"
+    # a page the theme gave no notebook button: one is added, first in the menu
+    buttons = [{"label": "launch-buttons", "buttons": []},
+               {"label": "download-buttons", "buttons": [{"label": "download-source-button", "url": "x.md"}]}]
+    ext.point_download_button(buttons, "../notebooks/02_random_matrices.ipynb")
+    assert buttons[1]["buttons"][0]["url"] == "../notebooks/02_random_matrices.ipynb"
+    assert buttons[0]["buttons"] == []
+
+
+def test_chapter_links_its_notebook_under_its_title():
+    ext = _load_ext()
+    body = '<section id="x"><h1>1. The model<a class="headerlink" href="#x">#</a></h1>\n<p>Text</p>'
+    out = ext.notebook_line(body, "../notebooks/01_model.ipynb", "01_model.ipynb")
+    head, line, rest = out.split("\n", 2)
+    assert head.endswith("</h1>") and rest == "<p>Text</p>"
+    assert 'class="aim-notebook-link"' in line and 'href="../notebooks/01_model.ipynb" download' in line

@@ -110,11 +110,61 @@ def test_show_writes_inline_html_only_in_the_book_build(monkeypatch):
     monkeypatch.setenv(explore.BOOK_BUILD_ENV, "1")
     bundle = explore.show(chart, "explorer-x")._repr_mimebundle_()
     html = bundle["text/html"]
-    assert html.startswith('<div class="aim-vega" id="explorer-x"></div>')
+    # where scripts do not run, the chart's place says so
+    assert html.startswith('<div class="aim-vega" id="explorer-x"><noscript><p class="aim-vega-message">'
+                           + explore.NO_SCRIPT_MESSAGE + "</p></noscript></div>")
     # the static first view, for the PDF: the chart's own SVG
     assert bundle["image/svg+xml"].lstrip().startswith("<svg") and "</svg>" in bundle["image/svg+xml"]
-    assert 'vegaEmbed("#explorer-x"' in html and "</script>" in html and "http" not in html.split("spec")[0]
+    assert 'document.getElementById("explorer-x")' in html and "vegaEmbed(el, spec" in html
+    assert "</script>" in html and "http" not in html.split("spec")[0]
     assert "https://" not in html.replace("https://vega.github.io/schema", "")
+    # the bundle missing at the page's load event, or drawing failing: said in place
+    assert json.dumps(explore.NO_BUNDLE_MESSAGE) in html and '"load"' in html and "say(msg.failed" in html
+
+
+def _vega(chart):
+    import vl_convert
+
+    return vl_convert.vegalite_to_vega(chart.to_dict())
+
+
+def _find(node, key):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == key:
+                yield v
+            yield from _find(v, key)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _find(v, key)
+
+
+@pytest.mark.parametrize("build", [explore.error_curve_explorer, explore.phase_explorer,
+                                   explore.hardmax_explorer])
+def test_charts_type_is_readable(build):
+    """Axis labels, titles and legends at 12 px or more (Vega's defaults: 10 and 11 px)."""
+    config = build().to_dict()["config"]
+    assert config["axis"]["labelFontSize"] >= 12 and config["axis"]["titleFontSize"] >= 12
+    assert config["legend"]["labelFontSize"] >= 12 and config["legend"]["titleFontSize"] >= 12
+    sizes = [m.get("fontSize") for m in _find(build().to_dict(), "mark") if isinstance(m, dict)
+             and m.get("type") == "text"]
+    assert all(s is not None and s >= 12 for s in sizes), sizes
+
+
+def test_phase_explorer_has_a_colour_gradient_legend():
+    """The cells' colour has a legend (the cells' outline, on the same field, once hid it)."""
+    legends = [lg for lgs in _find(_vega(explore.phase_explorer()), "legends") for lg in lgs]
+    assert len(legends) == 1 and legends[0]["fill"] == "color" and "stroke" not in legends[0], legends
+    assert legends[0]["title"] == "error" and legends[0].get("type", "gradient") == "gradient"
+
+
+def test_error_explorer_range_and_cursor_controls():
+    """The plotted range is a part of the table in per cent (all of it by default: a T = 3
+    curve fills the chart), the cursor's slider spans the tables' alphas up to 1."""
+    params = {p["name"]: p for p in explore.error_curve_explorer().to_dict()["params"]}
+    assert (params["alpha_from"]["value"], params["alpha_to"]["value"]) == (0, 100)
+    assert params["alpha_to"]["bind"]["max"] == 100 and params["alpha_from"]["bind"]["min"] == 0
+    assert (params["alpha"]["bind"]["min"], params["alpha"]["bind"]["max"]) == (0.0, 1.0)
 
 
 @pytest.mark.slow

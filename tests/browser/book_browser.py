@@ -1,11 +1,15 @@
-"""The browser test's machinery: the built book, served locally and loaded offline in Chromium.
+"""The browser test's machinery: the built book, served locally or opened from disk, loaded
+offline in Chromium.
 
 Environment variables:
   AIM_BOOK_HTML         the built HTML book (default: <repo>/_build/html)
   AIM_BOOK_SCREENSHOTS  where the full-page screenshots go (default: <html>/../screenshots)
 
 Chromium is Debian's (`chromium` on the PATH), driven by Playwright; no browser is
-downloaded. Every request that does not go to the local server is aborted and recorded.
+downloaded. Every page is opened both ways a reader opens the book (OPENED): from a local
+server, and from disk (file://, where Chromium runs no module script, for one). Every
+request that does not go to the book (the server, or the built folder on disk) is aborted
+and recorded.
 """
 
 import contextlib
@@ -25,6 +29,8 @@ from bs4 import BeautifulSoup
 REPO = Path(__file__).resolve().parents[2]
 HTML_DIR = Path(os.environ.get("AIM_BOOK_HTML", REPO / "_build" / "html")).resolve()
 SHOTS_DIR = Path(os.environ.get("AIM_BOOK_SCREENSHOTS", HTML_DIR.parent / "screenshots")).resolve()
+# How the book is opened: served over HTTP from 127.0.0.1, and from disk (file://).
+OPENED = ("served", "file")
 # The laptop case first (the text column is then about 700 px; the screenshots), then wider.
 WIDTHS = (1280, 1400)
 HEIGHT = 800
@@ -216,10 +222,11 @@ def has_math(page):
 
 
 def local_file(url, base):
-    """The built file a URL of the local server names (None for any other URL)."""
+    """The built file a URL of the book names (None for any other URL); `base` is the book's
+    root, on the local server or on disk."""
     if not url.startswith(base):
         return None
-    path = unquote(urlsplit(url).path).lstrip("/")
+    path = unquote(urlsplit(url).path)[len(unquote(urlsplit(base).path)):].lstrip("/")
     target = HTML_DIR / path
     return target / "index.html" if path == "" or path.endswith("/") else target
 
@@ -303,7 +310,8 @@ class Renderer:
             tab.evaluate(_WAIT_FOR_IMAGES, timeout_ms)
             for request in settle(tab, pending):
                 report.failed[request.url] = f"still loading after {PAGE_TIMEOUT_S} s"
-            shot = SHOTS_DIR / Path(page).with_suffix(".png")
+            opened = "" if self.base.startswith("http") else "file"   # from disk: a folder of its own
+            shot = SHOTS_DIR / opened / Path(page).with_suffix(".png")
             shot.parent.mkdir(parents=True, exist_ok=True)
             tab.screenshot(path=str(shot), full_page=True, timeout=timeout_ms)
             tab.evaluate(_UNFOLD)
@@ -316,7 +324,7 @@ class Renderer:
         return report
 
     def _route(self, report, route):
-        """Let requests to the local server through; abort (and record) every other one."""
+        """Let requests to the book (server or folder) through; abort (and record) every other one."""
         if route.request.url.startswith(self.base):
             route.continue_()
         else:
@@ -324,6 +332,6 @@ class Renderer:
             route.abort("blockedbyclient")
 
     def _request_failed(self, report, request):
-        """Record a local request that failed (those to the network are aborted by `_route`)."""
+        """Record a request to the book that failed (those to the network are aborted by `_route`)."""
         if request.url.startswith(self.base):
             report.failed.setdefault(request.url, request.failure)

@@ -1,4 +1,5 @@
-"""Fixtures of the browser test: the built book served locally, offline, in headless Chromium.
+"""Fixtures of the browser test: the built book, served locally and from disk, offline, in
+headless Chromium.
 
 The machinery (paths, page list, what is collected from each page) is in book_browser.py.
 """
@@ -6,14 +7,18 @@ The machinery (paths, page list, what is collected from each page) is in book_br
 import shutil
 
 import pytest
-from book_browser import HTML_DIR, Renderer, serve
+from book_browser import HTML_DIR, OPENED, Renderer, serve
 
 
-@pytest.fixture(scope="session")
-def book_server():
-    """The base URL of the built book, served from 127.0.0.1 on a free port."""
+@pytest.fixture(scope="session", params=OPENED, ids=OPENED)
+def book_server(request):
+    """The base URL of the built book, both ways a reader opens it: served from 127.0.0.1 on
+    a free port ("served"), and from disk ("file", a file:// URL, as the README says)."""
     if not HTML_DIR.is_dir():
         pytest.fail(f"no built book at {HTML_DIR}: run `make book` first (or set AIM_BOOK_HTML)")
+    if request.param == "file":
+        yield HTML_DIR.as_uri() + "/"
+        return
     with serve(HTML_DIR) as base:
         yield base
 

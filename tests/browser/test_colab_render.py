@@ -2,9 +2,10 @@
 
 Each book/NN_*.ipynb is converted with nbconvert (its Markdown rendered by mistune,
 as in Jupyter), typeset by the book's own MathJax 3 with the delimiters Jupyter and
-Colab use ($...$ and $$...$$), offline. No maths error and no undefined control
-sequence is allowed, and every link into the published book must name a page and
-an anchor that the built book has.
+Colab use ($...$ and $$...$$), offline, from disk. The rendered pages are written beside
+the site (_build/test-artefacts/colab_render), not into it: the site holds no test's
+output. No maths error and no undefined control sequence is allowed, and every link into
+the published book must name a page and an anchor that the built book has.
 """
 
 import re
@@ -18,10 +19,11 @@ from book_browser import _COLLECT, _WAIT_FOR_MATHJAX, HTML_DIR, REPO, anchors
 
 NOTEBOOKS = sorted((REPO / "book").glob("0[1-8]_*.ipynb"))
 BASEURL = yaml.safe_load((REPO / "_config.yml").read_text())["html"]["baseurl"]
-OUT = HTML_DIR / "_colab_render"
+OUT = HTML_DIR.parent / "test-artefacts" / "colab_render"
+MATHJAX_DIR = HTML_DIR / "mathjax"
 MATHJAX = """<script>window.MathJax = {tex: {inlineMath: [['$', '$'], ['\\\\(', '\\\\)']],
   displayMath: [['$$', '$$'], ['\\\\[', '\\\\]']], processEscapes: true}};</script>
-<script src="../mathjax/tex-mml-chtml.js"></script>"""
+<script src="%s"></script>""" % (MATHJAX_DIR / "tex-mml-chtml.js").as_uri()
 
 
 def _render(path: Path) -> Path:
@@ -32,23 +34,24 @@ def _render(path: Path) -> Path:
     body = re.sub(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", lambda m: MATHJAX,
                   body, flags=re.S)
     body = re.sub(r'<script[^>]+src="https?://[^"]+"[^>]*>\s*</script>', "", body)
-    OUT.mkdir(exist_ok=True)
+    OUT.mkdir(parents=True, exist_ok=True)
     out = OUT / f"{path.stem}.html"
     out.write_text(body, encoding="utf-8")
     return out
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_maths_renders(browser, book_server, nb):
+def test_notebook_maths_renders(browser, nb):
     if not (HTML_DIR / "index.html").is_file():
         pytest.fail(f"no built book at {HTML_DIR}: run `make book` first")
     html = _render(nb)
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     outside = []
-    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(book_server)
+    allowed = (OUT.as_uri() + "/", MATHJAX_DIR.as_uri() + "/")
+    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(allowed)
                else (outside.append(r.request.url), r.abort()))
     try:
-        page.goto(f"{book_server}/_colab_render/{html.name}", wait_until="load")
+        page.goto(html.as_uri(), wait_until="load")
         state = page.evaluate(_WAIT_FOR_MATHJAX, 60_000)
         assert state["present"] and state["startup"] and not state["timedOut"], state
         assert not state["error"], state["error"]

@@ -1,9 +1,11 @@
 """The in-page explorers (aim_tutorial.explore) in headless Chromium, offline.
 
-Each test loads the built page afresh, moves controls the way the page's own inputs
-do (setting the input and firing its event), and reads the drawn data back from the
-Vega scenegraph: the data of every mark item and its position on the screen. The
-drawn curves are compared with aim_tutorial.state_evolution solved here.
+Each test loads the built page afresh, served and from disk (file://; the `book_server`
+fixture), moves controls the way the page's own inputs do (setting the input and firing
+its event), and reads the drawn data back from the Vega scenegraph: the data of every mark
+item and its position on the screen. The drawn curves are compared with
+aim_tutorial.state_evolution solved here. Where scripts do not run, or the Vega bundle
+does not load, each explorer's place says so.
 """
 
 import re
@@ -64,8 +66,8 @@ def _require_build():
 class ExplorerPage:
     """A page of the book with its explorers drawn, and what it logged and loaded."""
 
-    def __init__(self, browser, base, path):
-        self.page = browser.new_page(viewport={"width": 1280, "height": 800})
+    def __init__(self, browser, base, path, width=1280):
+        self.page = browser.new_page(viewport={"width": width, "height": 800})
         self.errors, self.outside, self.bytes = [], [], {}
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
@@ -79,7 +81,7 @@ class ExplorerPage:
 
         self.page.route("**/*", route)
         self.page.on("response", self._count)
-        self.page.goto(f"{base}/{path}", wait_until="load")
+        self.page.goto(f"{base}{path}", wait_until="load")
         n = len(VIEWS[path])
         # every chart of the page drawn (the views of VIEWS and any other, as chapter 8's own-channel one)
         self.page.wait_for_function(
@@ -120,8 +122,8 @@ def open_page(browser, book_server):
     _require_build()
     pages = []
 
-    def _open(path):
-        pages.append(ExplorerPage(browser, book_server, path))
+    def _open(path, width=1280):
+        pages.append(ExplorerPage(browser, book_server, path, width))
         return pages[-1]
 
     yield _open
@@ -156,8 +158,8 @@ CURVE_MOVES = [("channel", "linear", ("curve", "cursor", "alpha_pr")),
                ("T", 4, ("curve", "cursor", "alpha_pr")),
                ("log10_beta", 1.5, ("readout",)),
                ("noise", 0.2, ("curve", "cursor")),
-               ("alpha_min", 0.05, ("curve", "cursor")),
-               ("alpha_max", 1.0, ("curve", "cursor")),
+               ("alpha_from", 40, ("curve", "cursor")),
+               ("alpha_to", 50, ("curve", "cursor")),
                ("alpha", 0.05, ("cursor", "readout"))]
 CURVE_MARKS = ("curve", "cursor", "alpha_pr", "readout")
 
@@ -207,7 +209,6 @@ SETTINGS = [dict(rho=0.5, T=3, channel="softmax", noise=0.05, alpha=0.021),
 def test_drawn_curve_is_the_state_evolution(open_page, st):
     page = open_page(EXPLORE)
     view = "explorer-curve"
-    page.set(view, "alpha_max", 2.0)
     for name in ("channel", "rho", "T", "noise", "alpha"):
         page.set(view, name, st[name])
     pts = sorted((d["alpha"], d["m"]) for d in _curve(page, view) if d.get("t") != 2)
@@ -329,3 +330,163 @@ def test_explorer_of_a_user_channel(open_page):
         drawn_at[noise] = drawn
     assert np.all(drawn_at[0.2] > drawn_at[0.0])
     assert not page.errors
+
+
+# -------------------------------------------------------------------------------------------
+# what a reader sees: messages, legends, type sizes, a phone's width, numbers and captions
+
+def _readout(page, view):
+    (text,) = [m["text"] for m in page.marks(view, "readout")]
+    return text
+
+
+def test_cursor_outside_the_table_says_so(open_page):
+    """The cursor is read at the end of the tables when it is past them, and the read-out
+    says so, with the slider's own alpha (it once showed 0.150 while the slider said 0.3)."""
+    page = open_page(EXPLORE)
+    view = "explorer-curve"
+    page.set(view, "T", 3)                                   # softmax, T = 3: the table ends at 2 / 10
+    page.set(view, "alpha", 0.3)
+    text = _readout(page, view)
+    assert text.startswith("cursor α = 0.300") and "outside the table (α from 0 to 0.2)" in text, text
+    assert "read at α = 0.200" in text, text
+    page.set(view, "alpha", 0.15)                            # inside: no such line
+    assert "outside" not in _readout(page, view)
+    view = "explorer-phase"
+    page.set(view, "T", 5)                                   # the table ends at 2 / 28
+    page.set(view, "cursor_alpha", 0.4)
+    text = _readout(page, view)
+    assert "α = 0.400" in text and "above the table (α ≤ 0.0714)" in text, text
+    assert "read at α = 0.071" in text, text
+    assert not page.errors
+
+
+def _plot_width(page, view):
+    """The plot's width (the explorer's default), which the x scale spans."""
+    import inspect
+
+    return inspect.signature(aim.explore.error_curve_explorer).parameters["width"].default
+
+
+def test_default_range_fits_the_curve_and_an_inverted_one_says_so(open_page):
+    """By default the plotted range is the whole table at every T (a T = 3 curve fills the
+    chart); "α from" above "α to" draws the range between them, with a note."""
+    page = open_page(EXPLORE)
+    view = "explorer-curve"
+    width = _plot_width(page, view)
+    for T in (2, 3, 8):
+        page.set(view, "T", T)
+        xs = [m["x"] for m in page.marks(view, "curve")]
+        assert max(xs) == pytest.approx(width, abs=1), (T, max(xs), width)
+        assert min(xs) == pytest.approx(0, abs=1), (T, min(xs))
+    (note,) = [m["text"] for m in page.marks(view, "note")]
+    assert note == ""
+    page.set(view, "alpha_from", 60)
+    page.set(view, "alpha_to", 20)
+    inside = [m for m in page.marks(view, "curve") if -1 <= m["x"] <= width + 1]
+    assert len(inside) > 10, "an inverted range drew nothing"
+    (note,) = [m["text"] for m in page.marks(view, "note")]
+    assert "“α from” is above “α to”" in note, note
+    assert not page.errors
+
+
+_LEGEND = """(id) => [...document.querySelectorAll(`#${id} svg g.role-legend`)].map(g => ({
+  title: [...g.querySelectorAll('.role-legend-title text')].map(t => t.textContent).join(' '),
+  gradient: g.querySelectorAll('.role-legend-gradient path, .role-legend-gradient rect').length}))"""
+
+
+def test_phase_explorer_has_a_colour_legend(open_page):
+    page = open_page(EXPLORE)
+    legends = page.page.evaluate(_LEGEND, "explorer-phase")
+    assert [lg["title"] for lg in legends] == ["error"], legends
+    assert legends[0]["gradient"] >= 1, legends
+
+
+_FONTS = """(id) => [...document.querySelectorAll(`#${id} svg text, #${id} .vega-bindings label`)]
+  .filter(t => t.textContent.trim())
+  .map(t => [t.textContent.trim().slice(0, 30), parseFloat(getComputedStyle(t).fontSize)])"""
+
+
+@pytest.mark.parametrize("path", sorted(VIEWS))
+def test_explorer_type_is_readable(open_page, path):
+    """No text of an explorer (axes, legends, read-outs, controls) under 12 px (Vega's own
+    defaults are 10 and 11 px)."""
+    page = open_page(path)
+    for view in page.page.evaluate("() => [...document.querySelectorAll('.aim-vega')].map(e => e.id)"):
+        sizes = page.page.evaluate(_FONTS, view)
+        assert sizes, view
+        small = [(t, px) for t, px in sizes if px < 12]
+        assert not small, (view, small[:5])
+
+
+_BOXES = """() => [...document.querySelectorAll('.aim-vega')].map(e => ({id: e.id,
+  svg: e.querySelector('svg').getBoundingClientRect().toJSON(),
+  controls: [...e.querySelectorAll('.vega-bind')].map(b => [b.querySelector('[name]').name,
+    b.getBoundingClientRect().left, b.getBoundingClientRect().right])}))"""
+
+
+@pytest.mark.parametrize("path", sorted(VIEWS))
+def test_explorers_fit_a_phone(open_page, path):
+    """At a phone's width (375 px) every control and the whole chart are on the screen."""
+    width = 375
+    page = open_page(path, width=width)
+    for box in page.page.evaluate(_BOXES):
+        assert 0 <= box["svg"]["left"] and box["svg"]["right"] <= width, box
+        cut = [c for c in box["controls"] if c[1] < 0 or c[2] > width]
+        assert not cut, (box["id"], cut)
+
+
+_FIGURES = """() => [...document.querySelectorAll('.aim-vega')].map(e => {
+  const fig = e.closest('figure');
+  return {id: e.id, number: fig && fig.querySelector('.caption-number') ?
+            fig.querySelector('.caption-number').textContent.trim() : null,
+          caption: fig && fig.querySelector('figcaption') ?
+            fig.querySelector('figcaption').textContent.trim() : ''};
+})"""
+
+
+@pytest.mark.parametrize("path", sorted(VIEWS))
+def test_every_explorer_has_a_number_and_a_caption(open_page, path):
+    page = open_page(path)
+    chapter = int(path.split("/")[1][:2])
+    figures = page.page.evaluate(_FIGURES)
+    assert {f["id"] for f in figures} >= set(VIEWS[path])
+    for f in figures:
+        assert f["number"] and re.fullmatch(rf"Fig\. {chapter}\.\d+:?", f["number"]), f
+        assert len(f["caption"]) > 40, f
+
+
+@pytest.mark.parametrize("path", sorted(VIEWS))
+def test_explorers_say_why_without_scripts(browser, book_server, path):
+    """Where scripts do not run (<noscript>), or the Vega bundle does not load, each
+    explorer's place holds a visible message instead of an empty box."""
+    _require_build()
+    n = len(VIEWS[path]) + (path == EXPLORE)         # chapter 8's own-channel explorer too
+    for scripts in (False, True):
+        context = browser.new_context(java_script_enabled=scripts, viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+        outside = []
+
+        def route(r):
+            url = r.request.url
+            if not url.startswith(book_server):
+                outside.append(url)
+                r.abort()
+            elif url.endswith("/_static/vega-bundle.js"):   # the bundle lost (scripts on)
+                r.abort()
+            else:
+                r.continue_()
+
+        page.route("**/*", route)
+        try:
+            page.goto(f"{book_server}{path}", wait_until="load")
+            page.wait_for_timeout(300)
+            shown = page.evaluate("""() => [...document.querySelectorAll('.aim-vega')].map(e => {
+              const m = e.querySelector('.aim-vega-message');
+              return m ? [m.textContent, m.getBoundingClientRect().height] : null; })""")
+        finally:
+            context.close()
+        assert len(shown) == n and all(m and m[1] > 0 for m in shown), (scripts, shown)
+        expected = aim.explore.NO_BUNDLE_MESSAGE if scripts else aim.explore.NO_SCRIPT_MESSAGE
+        assert all(m[0] == expected for m in shown), (scripts, shown)
+        assert not outside, outside

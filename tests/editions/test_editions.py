@@ -46,8 +46,6 @@ def _solution_only_stems() -> set:
     stem = SearchEnglish({}).stem
     inside, outside = set(), set()
     for page in BUILDS["reader"].rglob("*.html"):
-        if "_colab_render" in page.parts:        # the Colab notebooks, rendered for a test
-            continue
         soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
         main = soup.find("main") or soup
         for div in main.select("div.solution"):
