@@ -56,8 +56,16 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(BIN)/python -m pip check
 	touch $@
 
+# The chapters are executed JOBS at a time into a fresh cache (scripts/execute_chapters.py, as
+# build-strict does), from which the build takes every page's outputs: each page executed once,
+# from scratch, as `execute_notebooks: force` would, in parallel.
+BOOK_CACHE ?= $(CURDIR)/_build/.book_cache
 book: install
-	$(BIN)/jupyter-book build . --builder html
+	rm -rf $(BOOK_CACHE)
+	$(BIN)/python scripts/execute_chapters.py --jobs $(JOBS) --cache $(BOOK_CACHE)
+	$(call cached_config_at,.dev_config_book.yml,$(BOOK_CACHE))
+	$(BIN)/jupyter-book build . --builder html --config .dev_config_book.yml; \
+	    status=$$?; rm -f .dev_config_book.yml; exit $$status
 	@echo "book: open _build/html/index.html"
 
 # The Colab environments are made first, in the background (mostly downloads), while
@@ -108,7 +116,8 @@ browser:
 # The execution cache that build-strict fills and the editions and the PDF read, and the
 # build configuration that takes every page's outputs from it ($(call cached_config,FILE)).
 EXEC_CACHE ?= $(CURDIR)/_build/.strict_cache
-cached_config = sed -e "s|execute_notebooks: force|execute_notebooks: cache\n  cache: $(EXEC_CACHE)|" _config.yml > $(1)
+cached_config_at = sed -e "s|execute_notebooks: force|execute_notebooks: cache\n  cache: $(2)|" _config.yml > $(1)
+cached_config = $(call cached_config_at,$(1),$(EXEC_CACHE))
 
 build-strict:
 	rm -rf _build
