@@ -23,6 +23,8 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import os
 import time
 
@@ -66,9 +68,51 @@ def data_set(d, T, x, seed, *, rho, n_init, steps, lr, optimizer="adam", max_ite
             r["n_finite"], r["seconds"]]
 
 
+@contextlib.contextmanager
+def _locked(path):
+    """Hold an exclusive lock on ``path + ".lock"``: parts that append to one file at once (each append
+    reads the file and rewrites it) take turns instead of losing each other's rows."""
+    with open(path + ".lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def _setting(a) -> str:
     return (f"{'Adam' if a.optimizer == 'adam' else 'plain gradient descent'}, lr {a.lr}, {a.steps} steps, "
             f"{a.n_init} students, W ~ N(0, {a.init_scale}^2)")
+
+
+def _start(a, cols, command) -> set:
+    """The rows already in ``a.out`` (their keys), after adding this run's command to its header; or a new
+    file with this run's header."""
+    if os.path.exists(a.out):
+        t = datafiles.read(a.out).table
+        if list(t.dtype.names) != cols:
+            raise SystemExit(f"{a.out} has the columns {t.dtype.names}, this run writes {cols}")
+        done = {_row_key(*(t[c][i] for c in KEY_COLS)) for i in range(len(t))}
+        datafiles.append_rows(a.out, {c: [] for c in cols}, command=command,
+                              notes=[f"variant {a.variant}: {_setting(a)}"])
+        return done
+    params = dict(rho=a.rho, beta=1.0, noise=0.0, channel="softmax", n_init=a.n_init, init="W ~ N(0, 1)",
+                  batch="full", weight_decay=0.0, root_seed=ROOT_SEED,
+                  variants={a.variant: _setting(a)})
+    header = datafiles.make_header(
+        "Gradient descent and GAMP-RIE on the same instances, softmax attention-indexed model "
+        "(chapter 6 of the aim-tutorial book).",
+        commands=[command], seed=ROOT_SEED, params=params,
+        notes=["the key of a data set: key(root_seed) folded with d, T, round(1000 x) and the data seed; "
+               "aim.make_instance gives the teacher, the data and the algorithms' key (GAMP-RIE's start "
+               "and the students' initialisations)",
+               "errors are ||S - S_true||_F^2 / d; avg_KK: the mean of the first K students' S; gd_Kinf: "
+               "the unbiased K -> infinity estimate (aim.gd.extrapolated_error) and gd_Kinf_se its "
+               "jackknife error; gap_Kmax = avg_K(n_init) - amp_error, gap_Kinf = gd_Kinf - amp_error",
+               "amp_pred: GAMP-RIE's own prediction of its error; amp_converged 1 or 0; seconds are "
+               "wall times on the machine that ran the part"])
+    datafiles.write_table(a.out, {c: [] for c in cols}, header)
+    return set()
 
 
 def main(argv=None):
@@ -95,31 +139,8 @@ def main(argv=None):
         p.error("--n-init must be a power of 2, at least 4")
     cols = columns(a.n_init)
     command = datafiles.command_line("scripts/gd_vs_amp.py", argv)
-    if os.path.exists(a.out):
-        t = datafiles.read(a.out).table
-        if list(t.dtype.names) != cols:
-            p.error(f"{a.out} has the columns {t.dtype.names}, this run writes {cols}")
-        done = {_row_key(*(t[c][i] for c in KEY_COLS)) for i in range(len(t))}
-        datafiles.append_rows(a.out, {c: [] for c in cols}, command=command,
-                              notes=[f"variant {a.variant}: {_setting(a)}"])
-    else:
-        done = set()
-        params = dict(rho=a.rho, beta=1.0, noise=0.0, channel="softmax", n_init=a.n_init, init="W ~ N(0, 1)",
-                      batch="full", weight_decay=0.0, root_seed=ROOT_SEED,
-                      variants={a.variant: _setting(a)})
-        header = datafiles.make_header(
-            "Gradient descent and GAMP-RIE on the same instances, softmax attention-indexed model "
-            "(chapter 6 of the aim-tutorial book).",
-            commands=[command], seed=ROOT_SEED, params=params,
-            notes=["the key of a data set: key(root_seed) folded with d, T, round(1000 x) and the data seed; "
-                   "aim.make_instance gives the teacher, the data and the algorithms' key (GAMP-RIE's start "
-                   "and the students' initialisations)",
-                   "errors are ||S - S_true||_F^2 / d; avg_KK: the mean of the first K students' S; gd_Kinf: "
-                   "the unbiased K -> infinity estimate (aim.gd.extrapolated_error) and gd_Kinf_se its "
-                   "jackknife error; gap_Kmax = avg_K(n_init) - amp_error, gap_Kinf = gd_Kinf - amp_error",
-                   "amp_pred: GAMP-RIE's own prediction of its error; amp_converged 1 or 0; seconds are "
-                   "wall times on the machine that ran the part"])
-        datafiles.write_table(a.out, {c: [] for c in cols}, header)
+    with _locked(a.out):
+        done = _start(a, cols, command)
     t_all = time.time()
     todo = [(d, T, x, s) for d in a.d for T in a.T for s in range(a.first_seed, a.first_seed + a.seeds)
             for x in a.x]
@@ -131,14 +152,16 @@ def main(argv=None):
             break
         row = data_set(d, T, x, s, rho=a.rho, n_init=a.n_init, steps=a.steps, lr=a.lr, optimizer=a.optimizer,
                        max_iter=a.max_iter, variant=a.variant, init_scale=a.init_scale)
-        datafiles.append_rows(a.out, {c: [v] for c, v in zip(cols, row)}, add_command=False, fmt=".6g")
+        with _locked(a.out):
+            datafiles.append_rows(a.out, {c: [v] for c, v in zip(cols, row)}, add_command=False, fmt=".6g")
         r = dict(zip(cols, row))
         print(f"d {d} T {T} x {x:.3f} seed {s}: amp {r['amp_error']:.4f} avg{a.n_init} "
               f"{r[f'avg_K{a.n_init}']:.4f} Kinf {r['gd_Kinf']:.4f}±{r['gd_Kinf_se']:.4f} "
               f"({r['amp_seconds']:.1f} + {r['gd_seconds']:.1f} s, total {time.time() - t_all:.0f} s)",
               flush=True)
-    datafiles.append_rows(a.out, {c: [] for c in cols}, add_command=False,
-                          notes=[f"part wall time {time.time() - t_all:.0f} s ({command})"])
+    with _locked(a.out):
+        datafiles.append_rows(a.out, {c: [] for c in cols}, add_command=False,
+                              notes=[f"part wall time {time.time() - t_all:.0f} s ({command})"])
 
 
 if __name__ == "__main__":
