@@ -114,7 +114,8 @@ def _same_parts(scale: str) -> list:
     instances (their keys name them) with full float32 products and with XLA's default (TF32 on recent
     NVIDIA GPUs), so that the two files can be compared row by row."""
     if scale == "smoke":
-        args = ["--d", "16", "24", "--T", "2", "--x", "0.4", "0.8", "--seeds", "1", "--n-init", "4", "--steps", "50"]
+        args = ["--d", "10", "14", "--T", "2", "--x", "0.4", "0.8", "--seeds", "1", "--n-init", "4", "--steps", "10",
+                "--max-iter", "20"]
     else:
         args = ["--d", "400", "800", "--T", "2", "--x", "0.4", "0.8", "--seeds", "4"]
     return [(f"gd_vs_amp_{p}", p, args) for p in ("highest", "default")]
