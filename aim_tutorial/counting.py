@@ -6,9 +6,9 @@ Two numbers recur through the book (chapter 4, eq. (bo-alpha-pr)). A symmetric
 ``d^2 / 2``, also the small-noise slope ``lim mmse_rho(Delta) / Delta`` of chapter 2. One sample
 determines, near perfect recovery, the ``T (T + 1) / 2`` independent entries of the symmetric
 index matrix ``h`` through an entrywise channel, one fewer through the softmax (``h + c 1 1^T``
-leaves every row's softmax unchanged): :func:`alpha_scale` is twice that count, the ``K`` of
-``x = alpha K`` through which the error depends on ``alpha`` and ``T`` (``T^2 + T - 2`` and
-``T^2 + T``). This module imports nothing from the package, so every layer may use it.
+leaves every row's softmax unchanged): :func:`alpha_scale` is twice that count, the factor of
+``x = alpha alpha_scale(T)`` through which the error depends on ``alpha`` and ``T``
+(``T^2 + T - 2`` and ``T^2 + T``). This module imports nothing from the package, so every layer may use it.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def dof_fraction(rho):
 
 
 def alpha_scale(T: int, kind: str = "softmax") -> int:
-    """``K`` in ``x = alpha K``: ``T^2 + T - 2`` (softmax) or ``T^2 + T`` (entrywise channels).
+    """The factor in ``x = alpha alpha_scale(T)``: ``T^2 + T - 2`` (softmax), ``T^2 + T`` (entrywise).
 
     Args:
         T: tokens a sequence, ``>= 1``.

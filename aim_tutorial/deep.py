@@ -262,7 +262,7 @@ def index_covariance(Q, T: int) -> np.ndarray:
         T: tokens a sequence, ``>= 2`` (one token carries no attention).
 
     Returns:
-        array of shape ``(L K, L K)``, ``K = T(T+1)/2``.
+        array of shape ``(L D, L D)``, ``D = T(T+1)/2``.
 
     Example:
         >>> import numpy as np, aim_tutorial as aim
@@ -570,13 +570,13 @@ def train_deep_gd(
 # In the Gaussian-equivalent model the two layers' indices, given the estimates
 # omega = (omega^1, omega^2), are h^l = omega^l + sqrt(V_l) zeta^l with V diagonal
 # (as before eq. (eq-deep-qhat)). Noiseless softmax output: y fixes A_2 = B(h^1) h^2 B(h^1)^T up to a
-# constant, i.e. the K - 1 numbers D_ab = A_ab - A_TT (a <= b, (a, b) != (T, T)),
-# K = T(T+1)/2. Given h^1, D is linear in h^2, so
+# constant, i.e. the D - 1 log-ratios ell_ab = A_ab - A_TT (a <= b, (a, b) != (T, T)),
+# D = T(T+1)/2. Given h^1, ell is linear in h^2, so
 #
-#     Z_out(D | omega, V) = E_{h^1 ~ N(omega^1, V_1 C)} N(D; Pi L_B omega^2, V_2 Pi L_B C L_B^T Pi^T),
+#     Z_out(ell | omega, V) = E_{h^1 ~ N(omega^1, V_1 C)} N(ell; Pi L_B omega^2, V_2 Pi L_B C L_B^T Pi^T),
 #
-# (eq. (eq-deep-Zout)), with L_B the K x K matrix of h -> B h B^T on upper triangles and Pi
-# the projection onto D. The expectation over h^1 is done by Monte Carlo.
+# (eq. (eq-deep-Zout)), with L_B the D x D matrix of h -> B h B^T on upper triangles and Pi
+# the projection onto ell. The expectation over h^1 is done by Monte Carlo.
 
 
 def _sym_basis(T):
@@ -725,7 +725,7 @@ def deep_q_hat(key, alpha, q, V, T: int = 2, beta: float = 1.0, c: float = 1.0,
     """Conjugate overlaps of two-layer deep attention in the Gaussian-equivalent model, eq. (eq-deep-qhat).
 
     ``q_hat_lm = 2 alpha E[ g_l^T C g_m ]`` with ``g_l = d log Z_out / d omega^l`` (on
-    the ``K = T(T+1)/2`` entries ``a <= b``), ``C = diag(2 if a = b else 1)``,
+    the ``D = T(T+1)/2`` entries ``a <= b``), ``C = diag(2 if a = b else 1)``,
     ``omega ~ N(0, q kron C)``, ``h^l = omega^l + sqrt(V_l) zeta^l`` and ``Z_out``
     of eq. (eq-deep-Zout) estimated with ``n_inner`` Monte Carlo draws of the first
     layer's indices; the outer expectation uses ``n_omega`` draws. The score of a

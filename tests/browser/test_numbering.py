@@ -126,3 +126,54 @@ def test_no_doubled_kind_words(page):
         rf"\b(({'|'.join(k.rstrip('.') for k in KINDS)})s?\s+\2\s+{NUMBER})", text, flags=re.I
     )
     assert not doubled, f"{page.name}: doubled kind words: {[d[0] for d in doubled]}"
+
+
+OTHER_PAGES = [p for p in PAGES if p not in CHAPTERS]
+
+
+@pytest.mark.parametrize("page", OTHER_PAGES, ids=lambda p: p.stem)
+def test_pages_outside_the_chapters_number_no_figures(page):
+    """The introduction's and the benchmarks' figures are unnumbered (not "Fig. 1", "Fig. 2"
+    of one counter shared by the pages outside the chapters)."""
+    _require_build()
+    numbers = [n.get_text(strip=True) for n in _article(_soup(page)).select("span.caption-number")]
+    assert not numbers, f"{page.name}: numbered objects outside the chapters: {numbers}"
+
+
+def test_proof_index_names_each_result_by_its_number():
+    """sphinx-proof's index lists "Proposition 7.2" (linked to it, which displays that
+    number), grouped under the chapter's numbered title, never a raw label."""
+    _require_build()
+    index = HTML / "prf-prf.html"
+    soup = _soup(index)
+    entries = soup.select("table.indextable a[href]")
+    assert len(entries) >= 10, f"{index.name}: {len(entries)} entries"
+    wrong = []
+    for a in entries:
+        text = a.get_text(" ", strip=True)
+        url = urlsplit(a["href"])
+        if not url.fragment:
+            continue  # the jump links to the chapter groups
+        label = _targets((index.parent / unquote(url.path)).resolve()).get(unquote(url.fragment))
+        if label is None or text != label:
+            wrong.append(f"{text!r} -> {a['href']} ({label!r})")
+    assert not wrong, "; ".join(wrong)
+    groups = [c.get_text(" ", strip=True) for c in soup.select("tr.cap strong")]
+    assert groups and all(re.match(r"\d\. \S", g) for g in groups), groups
+
+
+def test_api_page_shows_no_raw_labels():
+    """The docstrings' references (eq. (bo-se), definition (def-aim), section (sec-...))
+    appear on the API page as the targets' numbers."""
+    _require_build()
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from test_doc_references import book_targets
+
+    labels, _ = book_targets()
+    article = _article(_soup(HTML / "book" / "api.html"))
+    for literal in article.select("code, pre"):
+        literal.decompose()
+    raw = sorted({m for m in re.findall(r"\(([A-Za-z][\w-]*)\)", article.get_text(" ")) if m in labels})
+    assert not raw, f"api.html: raw labels {raw}"
