@@ -73,10 +73,12 @@ test: install
 
 # The package's sdist and wheel (the wheel built from the sdist, so that it holds only what the
 # sdist ships), as the workflow publishes them on a version tag, into dist/; twine checks their
-# metadata (the README as the long description). With the pinned build tools of the venv.
+# metadata (the README as the long description). With the pinned build tools of the venv; the
+# sdist step's aim_tutorial.egg-info is removed, as it would stand for the installed package.
 dist: $(VENV)/.installed
 	rm -rf dist
 	$(BIN)/python -m build --no-isolation --outdir dist .
+	rm -rf build aim_tutorial.egg-info
 	$(BIN)/python -m twine check --strict dist/*
 
 # The GitHub workflow (.github/workflows/*.yml) checked by actionlint: rhysd/actionlint v1.7.7
