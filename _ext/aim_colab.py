@@ -9,8 +9,11 @@ colab-check`` fails when a committed one is stale).
 
 What a notebook holds, in plain Jupyter Markdown that Colab, JupyterLab and GitHub render:
 
-* a first code cell that installs the package from the repository of ``_config.yml``
-  (``repository.url`` and ``.branch``; ``AIM_INSTALL_SOURCE`` overrides it), and a
+* a first code cell that installs the release of the package that matches the book
+  (``pyproject.toml``'s version and repository: the tag ``v<version>``; ``AIM_INSTALL_SOURCE``
+  overrides it) with pip constraints that keep the runtime's jax, jaxlib and numpy, prints what
+  it installed and warns in one line when the runtime's JAX is outside the tested range
+  (``aim_tutorial.config.check_runtime_jax``), and a
   second that prints the device and the precision and picks the problem sizes
   (``AIM_SCALE=paper`` on a GPU runtime, ``book`` otherwise, unless already set);
 * directives as Markdown: "**Proposition 3.1** (title)", exercises under a heading,
@@ -29,12 +32,15 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from pathlib import Path
 
 import nbformat
 
 CHAPTER = re.compile(r"book/0\d_[a-z0-9_]+$")
 INSTALL_ENV = "AIM_INSTALL_SOURCE"
+# what the install cell keeps of the runtime (pip constraints): Colab's GPU build of JAX
+KEEP = ("jax", "jaxlib", "numpy")
 # the cell every chapter used to carry; the generated install cell replaces it
 _OLD_INSTALL = re.compile(r"^# In Colab only: install the book's package")
 
@@ -283,26 +289,59 @@ def _bib_labels(bibfile: Path):
     return labels, entries
 
 
-def install_cells(repo_url: str, branch: str):
-    source = f"git+{repo_url}@{branch}"
-    install = f'''# Install the book's package (Colab, or any Python without it); keeps the runtime's own JAX.
-# The source is the book's repository; set {INSTALL_ENV} to install from elsewhere
-# (a local checkout, a wheel).
-import importlib.util, os, subprocess, sys
+def release(root: Path) -> dict:
+    """The one place of the version, the repository and the published book: ``pyproject.toml``
+    (``[project] version`` and ``[project.urls]``)."""
+    project = tomllib.loads((Path(root) / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    return {"version": project["version"], "repository": project["urls"]["Repository"],
+            "book": project["urls"]["Book"]}
 
+
+def release_source(repo_url: str, version: str) -> str:
+    """The pip requirement of the release: the repository's tag ``v<version>``."""
+    return f"aim-tutorial @ git+{repo_url}@v{version}"
+
+
+def install_cells(repo_url: str, version: str):
+    source = release_source(repo_url, version)
+    install = f'''# Install the book's package, aim-tutorial {version}: the release that matches this book, from
+# the repository's tag v{version} (the sdist and wheel that the repository's workflow builds from
+# that tag are the same package). pip is given the runtime's own jax, jaxlib and numpy as
+# constraints, so it keeps them (Colab's GPU build of JAX). Set {INSTALL_ENV} to install from
+# elsewhere (a local checkout, a wheel).
+import importlib, importlib.metadata as metadata, importlib.util, os, subprocess, sys, tempfile
+
+AIM_VERSION = "{version}"
 AIM_SOURCE = os.environ.get("{INSTALL_ENV}", "{source}")
+KEEP = ("{'", "'.join(KEEP)}")
+
+
+def installed(name):
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 if "google.colab" in sys.modules or importlib.util.find_spec("aim_tutorial") is None:
+    constraints = os.path.join(tempfile.gettempdir(), "aim_constraints.txt")
+    with open(constraints, "w") as f:
+        f.writelines(f"{{name}}=={{installed(name)}}\\n" for name in KEEP if installed(name))
     print(f"installing aim-tutorial from {{AIM_SOURCE}} ...")
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", AIM_SOURCE],
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-c", constraints, AIM_SOURCE],
                           capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"could not install aim-tutorial from {{AIM_SOURCE}}:\\n"
                            f"{{done.stderr[-3000:]}}\\nCheck the runtime's network, or set "
                            "{INSTALL_ENV} to a checkout or a wheel of the package.")
-    print("installed:", subprocess.run([sys.executable, "-m", "pip", "show", "aim-tutorial"],
-                                       capture_output=True, text=True).stdout.split("\\n")[1])
-else:
-    print("aim-tutorial is already installed")'''
+    importlib.invalidate_caches()
+print("installed:", ", ".join(f"{{name}} {{installed(name)}}" for name in ("aim-tutorial",) + KEEP))
+if installed("aim-tutorial") != AIM_VERSION:
+    print(f"this book is for aim-tutorial {{AIM_VERSION}}; set {INSTALL_ENV} to install another")
+from aim_tutorial.config import check_runtime_jax  # noqa: E402
+
+if (warning := check_runtime_jax()) is not None:
+    print(warning, file=sys.stderr)'''
     device = '''# Device, precision and problem sizes. On a GPU runtime the chapter runs at the
 # paper's sizes (AIM_SCALE=paper); on a CPU at the book's. Set AIM_SCALE before this
 # cell to choose (smoke, book or paper). The theory computes in float64; the algorithms
@@ -325,7 +364,7 @@ print(f"devices: {jax.devices()}\\nprecision: "
     return install, device
 
 
-def convert(md_path: Path, doc: str, resolver: Resolver, bib, repo_url: str, branch: str):
+def convert(md_path: Path, doc: str, resolver: Resolver, bib, repo_url: str, version: str):
     """The Colab notebook of one chapter."""
     import jupytext
 
@@ -334,7 +373,7 @@ def convert(md_path: Path, doc: str, resolver: Resolver, bib, repo_url: str, bra
     conv = ChapterConverter(resolver, doc, labels)
     state: dict = {"solution": None}
     cells = []
-    install, device = install_cells(repo_url, branch)
+    install, device = install_cells(repo_url, version)
     first_code = True
     for cell in src.cells:
         if cell.cell_type == "markdown":
@@ -394,20 +433,23 @@ def write_notebooks(app, exception=None):
     if exception is not None or app.builder.format != "html":
         return
     cfg = app.config
-    opts = cfg.html_theme_options
-    repo_url, branch = opts.get("repository_url", ""), opts.get("repository_branch", "main")
-    baseurl = cfg.html_baseurl
-    if not (repo_url and baseurl):
-        raise ValueError("_config.yml needs repository.url and html.baseurl for the Colab notebooks")
+    srcdir = Path(app.srcdir)
+    rel = release(srcdir)
+    repo_url, baseurl = rel["repository"], rel["book"]
+    # _config.yml must name them too (Jupyter Book's repository button and html.baseurl): the
+    # same values as pyproject.toml, or the build stops here
+    configured = (cfg.html_theme_options.get("repository_url", ""), cfg.html_baseurl)
+    if configured != (repo_url, baseurl):
+        raise ValueError(f"_config.yml's repository.url and html.baseurl {configured} differ from "
+                         f"pyproject.toml's [project.urls] Repository and Book {(repo_url, baseurl)}")
     macros = cfg.mathjax3_config["tex"]["macros"]
     resolver = Resolver(app.env, baseurl, macros, cfg.numfig_format)
-    srcdir = Path(app.srcdir)
     bib = _bib_labels(srcdir / "book" / "references.bib")
     out = Path(app.outdir).parent / "colab"
     for doc in sorted(app.env.found_docs):
         if not CHAPTER.match(doc):
             continue
-        nb = convert(srcdir / f"{doc}.md", doc, resolver, bib, repo_url, branch)
+        nb = convert(srcdir / f"{doc}.md", doc, resolver, bib, repo_url, rel["version"])
         path = out / f"{doc}.ipynb"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n",

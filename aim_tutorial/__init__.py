@@ -83,7 +83,18 @@ from . import deep  # noqa: F401  (chapter 7: aim.deep.*)
 from . import explore  # noqa: F401  (chapter 8: aim.explore.*; Altair is imported only to draw)
 from .deep import DeepGDResult, train_deep_gd  # noqa: F401
 
-__version__ = "0.1.0"
+def _version() -> str:
+    # the version lives in one place, pyproject.toml ([project] version): read from the installed
+    # distribution's metadata (tests/test_colab.py checks that the two agree)
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("aim-tutorial")
+    except PackageNotFoundError:  # imported from a source tree that was never installed
+        return "0+unknown"
+
+
+__version__ = _version()
 
 # everything imported above (functions, classes and the submodules), and the lazy plotting module
 __all__ = sorted([name for name in globals() if not name.startswith("_")] + ["plotting"])

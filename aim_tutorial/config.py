@@ -65,6 +65,8 @@ __all__ = [
     "matmul_precision",
     "compiled_flops",
     "compilation_cache",
+    "TESTED_JAX",
+    "check_runtime_jax",
     "scale",
     "sizes",
     "spread_devices",
@@ -348,6 +350,62 @@ def compilation_cache(path=None) -> str:
     if "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES" not in os.environ:
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
     return path
+
+
+# The JAX releases the book has been run with, oldest and newest (inclusive): the exact pin of
+# requirements.txt (make test: the unit tests, the build, nbval) and the newest JAX that
+# `make colab-run` installed into its fresh Colab-like environments and ran every notebook with.
+# pyproject.toml's floor (jax>=0.4.30) is what the package installs with, not a tested version.
+# Raise the newest after a `make colab-run` that passed with a newer JAX; tests/test_colab.py
+# checks that the pin of requirements.txt lies inside.
+TESTED_JAX = ("0.10.2", "0.10.2")
+
+
+def _release(version: str) -> tuple:
+    """The release numbers of a version string: ``"0.4.36.dev20241122"`` -> ``(0, 4, 36)``."""
+    import re
+
+    match = re.match(r"\s*v?(\d+(?:\.\d+)*)", str(version))
+    if match is None:
+        raise ValueError(f"version must start with release numbers such as 0.10.2, got {version!r}")
+    numbers = [int(part) for part in match.group(1).split(".")]
+    while len(numbers) > 1 and numbers[-1] == 0:  # 0.5 == 0.5.0
+        numbers.pop()
+    return tuple(numbers)
+
+
+def check_runtime_jax(version=None, tested=None):
+    """The one-line warning when a JAX version lies outside the tested range, else ``None``.
+
+    The Colab notebooks' install cell prints it: they keep the runtime's own JAX (its GPU
+    build), which may be older or newer than any JAX the book was run with.
+
+    Args:
+        version: a JAX version string; default: the installed ``jax`` distribution's.
+        tested: ``(oldest, newest)`` tested versions, inclusive; default :data:`TESTED_JAX`.
+
+    Returns:
+        ``None`` inside the range; otherwise one line that names the version and the range.
+
+    Example:
+        >>> check_runtime_jax("0.10.2", tested=("0.4.30", "0.10.2")) is None
+        True
+        >>> line = check_runtime_jax("0.4.26", tested=("0.4.30", "0.10.2"))
+        >>> line.startswith("WARNING: this runtime's JAX 0.4.26 is outside the range")
+        True
+        >>> "(jax 0.4.30 to 0.10.2)" in line and len(line.splitlines()) == 1
+        True
+    """
+    if version is None:
+        from importlib.metadata import version as installed
+
+        version = installed("jax")
+    low, high = TESTED_JAX if tested is None else tested
+    if _release(low) <= _release(version) <= _release(high):
+        return None
+    span = f"jax {low}" if low == high else f"jax {low} to {high}"
+    return (f"WARNING: this runtime's JAX {version} is outside the range aim-tutorial was tested with "
+            f"({span}); the chapters may fail or give other numbers.")
 
 
 def scale() -> str:

@@ -3,13 +3,19 @@
 What a reader gets when pressing a chapter's Colab button: plain Jupyter Markdown
 (no MyST left), maths that needs no macro of the book's MathJax set-up, links only
 into the published book or to public references, no outputs, and first cells that
-install the package from the one repository named in _config.yml. `make
-colab-check` checks that these notebooks are the generated ones; `make colab-run`
-executes them; tests/browser/test_colab_render.py renders them.
+install the release of the package that matches the book (pyproject.toml's version and
+repository) keeping the runtime's JAX. `make colab-check` checks that these notebooks are
+the generated ones; `make colab-run` executes them; tests/browser/test_colab_render.py
+renders them.
 """
 
+import importlib.metadata
 import re
+import subprocess
+import sys
+import tempfile
 import tomllib
+import types
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -19,9 +25,11 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
-REPO = CONFIG["repository"]["url"]
-BRANCH = CONFIG["repository"]["branch"]
-BASEURL = CONFIG["html"]["baseurl"]
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+REPO = PROJECT["urls"]["Repository"]
+VERSION = PROJECT["version"]
+BASEURL = PROJECT["urls"]["Book"]
+RELEASE = f"aim-tutorial @ git+{REPO}@v{VERSION}"
 MACROS = CONFIG["sphinx"]["config"]["mathjax3_config"]["tex"]["macros"]
 CHAPTERS = sorted((ROOT / "book").glob("0[1-8]_*.md"))
 # Where a link may point besides the published book and the notebook's own anchors.
@@ -103,7 +111,13 @@ def test_no_outputs_and_colab_metadata(nb):
 
 def test_first_cells_install_and_report_the_device(nb):
     code = [c.source for c in nb.cells if c.cell_type == "code"]
-    assert f'"AIM_INSTALL_SOURCE", "git+{REPO}@{BRANCH}"' in code[0]
+    # the release of pyproject's version, never a branch
+    assert f'"AIM_INSTALL_SOURCE", "{RELEASE}"' in code[0] and f'AIM_VERSION = "{VERSION}"' in code[0]
+    assert "@main" not in code[0]
+    # pip is given the runtime's jax, jaxlib and numpy as constraints, and says what it installed
+    assert 'KEEP = ("jax", "jaxlib", "numpy")' in code[0] and '"-c", constraints' in code[0]
+    assert 'print("installed:"' in code[0]
+    assert "check_runtime_jax()" in code[0]                     # the tested range of JAX
     assert "raise RuntimeError" in code[0]                      # a clear message when it fails
     assert "jax.devices()" in code[1] and "AIM_SCALE" in code[1] and "float64" in code[1]
     # a rerun in the same runtime reads the compiled programs (JAX's persistent cache)
@@ -123,12 +137,74 @@ def test_chapter_title_numbered_and_exercises_kept(nb):
 
 
 def test_install_source_is_one_value():
-    """README, package metadata and the notebooks name the repository of _config.yml."""
-    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]
-    assert meta["Repository"] == REPO and meta["Book"] == BASEURL
+    """README, _config.yml and the notebooks name the repository and the book of pyproject.toml."""
+    assert CONFIG["repository"]["url"] == REPO and CONFIG["html"]["baseurl"] == BASEURL
     readme = (ROOT / "README.md").read_text()
-    assert f"git+{REPO}@{BRANCH}" in readme
+    assert f'pip install "{RELEASE}"' in readme and "@main" not in readme
     others = set(re.findall(r"https://github\.com/[\w.-]+/[\w.-]+", readme)) - {REPO}
     assert not others, others
     for md in CHAPTERS:
         assert REPO not in md.read_text(), f"{md.name} names the repository itself"
+
+
+# -- the install cell, run here with pip and the runtime faked (what `make colab-run` cannot
+#    reach: the constraints pip is given, a failed install, a JAX outside the tested range)
+
+
+def _run_install_cell(monkeypatch, tmp_path, versions, returncode=0, colab=True):
+    """Execute chapter 1's install cell; returns the pip commands it ran and the constraints."""
+    code = [c.source for c in _notebook(CHAPTERS[0]).cells if c.cell_type == "code"][0]
+    calls = []
+
+    def fake_run(cmd, **kwargs):
+        calls.append((cmd, Path(cmd[cmd.index("-c") + 1]).read_text() if "-c" in cmd else None))
+        return subprocess.CompletedProcess(cmd, returncode, stdout="", stderr="no network")
+
+    def fake_version(name):
+        if name not in versions:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return versions[name]
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setattr(importlib.metadata, "version", fake_version)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.delenv("AIM_INSTALL_SOURCE", raising=False)
+    if colab:
+        monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    else:
+        monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+    exec(compile(code, "install cell", "exec"), {"__name__": "__main__"})
+    return calls
+
+
+def test_install_cell_keeps_the_runtimes_jax(monkeypatch, tmp_path, capsys):
+    calls = _run_install_cell(monkeypatch, tmp_path, {"jax": "0.10.2", "jaxlib": "0.10.2",
+                                                      "numpy": "2.4.6", "aim-tutorial": VERSION})
+    (cmd, constraints), = calls
+    assert cmd[1:] == ["-m", "pip", "install", "-q", "-c", cmd[6], RELEASE]
+    assert constraints.splitlines() == ["jax==0.10.2", "jaxlib==0.10.2", "numpy==2.4.6"]
+    out, err = capsys.readouterr()
+    assert f"installed: aim-tutorial {VERSION}, jax 0.10.2, jaxlib 0.10.2, numpy 2.4.6" in out
+    assert err == "" and "this book is for" not in out
+
+
+def test_install_cell_warns_in_one_line_outside_the_tested_range(monkeypatch, tmp_path, capsys):
+    from aim_tutorial.config import TESTED_JAX
+
+    calls = _run_install_cell(monkeypatch, tmp_path, {"jax": "0.4.26", "numpy": "1.26.4",
+                                                      "aim-tutorial": VERSION})
+    assert calls[0][1].splitlines() == ["jax==0.4.26", "numpy==1.26.4"]   # only what is there
+    out, err = capsys.readouterr()
+    assert "jaxlib None" in out
+    warning, = err.splitlines()
+    assert warning.startswith("WARNING: this runtime's JAX 0.4.26 is outside the range")
+    assert TESTED_JAX[0] in warning and TESTED_JAX[1] in warning
+
+
+def test_install_cell_failure_and_another_version(monkeypatch, tmp_path, capsys):
+    with pytest.raises(RuntimeError, match="AIM_INSTALL_SOURCE to a checkout or a wheel"):
+        _run_install_cell(monkeypatch, tmp_path, {"jax": "0.10.2"}, returncode=1)
+    # outside Colab with the package already there: no install, and a word when it is another release
+    calls = _run_install_cell(monkeypatch, tmp_path, {"jax": "0.10.2", "aim-tutorial": "0.0.9"}, colab=False)
+    assert calls == []
+    assert f"this book is for aim-tutorial {VERSION}" in capsys.readouterr().out
