@@ -879,6 +879,17 @@ def generic_state_evolution(key, alpha, rho: float, g: Callable, T: int = 2, *, 
     (measured: within a factor 2 of the spread of ``mmse`` over independent keys), not the
     importance-sampling bias (``q_hat`` low by a few % at 2048 prior draws).
 
+    The score centres the prior draws about their sample mean ``zeta_bar``
+    (:func:`aim_tutorial.channels.generic_output_score`). Without it ``H`` carried
+    ``||zeta_bar||^2 / V'`` (about ``T (T + 1) / (n_zeta V')``; measured: ``H V'`` was
+    ``||zeta_bar||^2`` to 2 % seed by seed at ``label_noise = 1e6``), the same at every
+    ``omega``, so no ``n_omega`` averaged it out: a positive bias that swamped the signal,
+    about ``2 T (T + 1) / label_noise``, once ``label_noise`` exceeded about ``n_zeta V'``. At
+    ``label_noise = 1e6``, ``alpha = 10``, ``rho = 0.5`` the error came out 0.991 +- 0.004 at the
+    default sizes and 0.64 (mean of 8 keys) at ``n_zeta = 256``, for the prior's 1; now
+    0.9999 +- 0.0003. At chapter 4's settings the centring moves the error by at most 0.05 of
+    its ``mmse_std``.
+
     Args:
         key: ``jax.random`` key.
         alpha: sample complexity, scalar or 1-d array, ``>= 0``.
@@ -966,6 +977,7 @@ def generic_state_evolution(key, alpha, rho: float, g: Callable, T: int = 2, *, 
 
     al, mmse, q_hat, conv, _, nfp, _ = solve(Hb.mean(axis=1), Eb.mean(axis=1))
     mmse_std = _propagated_std(mmse, rho, lm, np.log(Hb.mean(axis=1)), np.log(np.maximum(Hr, 1e-300)))
-    # outside the grid of m the interpolant is clamped: flag it
-    conv = conv & (mmse >= m_grid[0]) & (mmse <= m_grid[-1]) | (a == 0)
+    # outside the grid of m the interpolant is clamped: flag it (a root at an end of the grid, within
+    # the rounding of the root, 1e-12 relative, is not outside: 2.2e-16 above m_grid[-1] was flagged)
+    conv = conv & (mmse >= m_grid[0] * (1 - 1e-12)) & (mmse <= m_grid[-1] * (1 + 1e-12)) | (a == 0)
     return GenericSEResult(al, mmse, Q0 - mmse, q_hat, conv, nfp, mmse_std, m_grid, Hb.mean(axis=1), min(ess))
