@@ -221,14 +221,18 @@ def test_precomputed_finite_size_study():
         assert np.max(np.abs(resid)) < 3 * r["single_std"]  # within 3 sd of one student's error
 
 
-def test_gd_paper_data_writes_a_d_column_for_several_sizes(tmp_path):
-    # scripts/gd_paper_data.py --d 6 8: one row per (d, seed, T, x), the d column first, the sizes in the header
+def _script(name):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location(
-        "gd_paper_data", Path(__file__).resolve().parents[1] / "scripts" / "gd_paper_data.py")
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def test_gd_paper_data_writes_a_d_column_for_several_sizes(tmp_path):
+    # scripts/gd_paper_data.py --d 6 8: one row per (d, seed, T, x), the d column first, the sizes in the header
+    mod = _script("gd_paper_data")
     out = tmp_path / "fs.csv"
     mod.main(["--d", "6", "8", "--seeds", "1", "--x", "0.4", "--T", "2", "--n-init", "2", "--steps", "3",
               "--out", str(out)])
@@ -751,12 +755,7 @@ def test_init_scale_scales_the_start_and_defaults_to_the_published_one(key):
 
 
 def test_gd_vs_amp_script_writes_resumes_and_skips_done_rows(tmp_path):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "gd_vs_amp", Path(__file__).resolve().parents[1] / "scripts" / "gd_vs_amp.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _script("gd_vs_amp")
     out = tmp_path / "same.csv"
     args = ["--d", "12", "--T", "2", "--x", "0.4", "--seeds", "1", "--n-init", "4", "--steps", "5",
             "--max-iter", "20", "--out", str(out)]
@@ -771,15 +770,6 @@ def test_gd_vs_amp_script_writes_resumes_and_skips_done_rows(tmp_path):
     # the same instance for both: a rerun of the x = 0.4 data set gives the row again
     row = mod.data_set(12, 2, 0.4, 0, rho=0.5, n_init=4, steps=5, lr=0.1, max_iter=20)
     assert row[7] == pytest.approx(tab["amp_error"][0], rel=1e-5)
-
-
-def _script(name):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_threshold_bisection_brackets_the_crossing_and_reports_bad_brackets():
