@@ -247,7 +247,7 @@ def _run_compacting(run, st, X, y, S_ref, alpha, devices):
         # pad to a multiple of the devices with copies of the first row
         size = -(-rows.size // m) * m
         pick = np.concatenate([rows, np.full(size - rows.size, rows[0])])
-        st, X, y, S_ref, idx = jax.tree.map(lambda a: a[pick], st), X[pick], y[pick], S_ref[pick], idx[pick]
+        st, X, y, S_ref, idx = jax.tree.map(lambda a, pick=pick: a[pick], st), X[pick], y[pick], S_ref[pick], idx[pick]
         if mesh is not None:
             split = NamedSharding(mesh, PartitionSpec("instances"))
             st, X, y, S_ref = jax.device_put((st, X, y, S_ref), split)
