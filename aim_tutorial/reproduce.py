@@ -266,6 +266,25 @@ def _plot_hardmax_rescaled(data, fig):
 # (shared with scripts/: amp_experiments.py, gd_paper_data.py and deep_gd_data.py call these)
 
 
+def _amp_summary(res, wall_s: float, **extra) -> dict:
+    """The fields of a GAMP-RIE result that the runners report (``amp_run``, ``amp_runs``, ...)."""
+    return dict(error=float(res.error), mmse_pred=float(res.mmse_pred), n_iter=int(res.n_iter),
+                converged=bool(res.converged), diverged=bool(res.diverged), status=res.status, **extra,
+                wall_s=wall_s)
+
+
+def _gd_summary(res, S, n_init: int) -> dict:
+    """The students' errors that the runners report: single (mean, std over the students), the
+    averages of the first K = 1, 2, 4, ..., n_init, the final loss and the finite count."""
+    from .gd import averaged_errors
+
+    Ks = [2**j for j in range(int(math.log2(n_init)) + 1)]
+    err = np.asarray(res.error_students[:, -1])
+    return dict(single_mean=float(err.mean()), single_std=float(err.std(ddof=1)) if n_init > 1 else 0.0,
+                avg_K=[float(v) for v in averaged_errors(res.S_students, S, Ks=Ks)], Ks=Ks,
+                final_loss_mean=float(np.mean(res.final_loss)), n_finite=int(np.sum(np.asarray(res.finite))))
+
+
 def amp_run(key, d: int, rho: float, alpha: float, T: int = 2, *, channel="softmax", **options) -> dict:
     """GAMP-RIE on one instance (:func:`aim_tutorial.make_instance` of ``key``), from its own start.
 
@@ -278,9 +297,7 @@ def amp_run(key, d: int, rho: float, alpha: float, T: int = 2, *, channel="softm
     S, X, y, n, k_start = model.make_instance(key, d, rho, alpha, T, channel=channel)
     t0 = time.perf_counter()
     res = gamp_rie(X, y, rho, channel=channel, key=k_start, S_true=S, **options)
-    return dict(error=float(res.error), mmse_pred=float(res.mmse_pred), n_iter=int(res.n_iter),
-                converged=bool(res.converged), diverged=bool(res.diverged), status=res.status, n=n,
-                wall_s=time.perf_counter() - t0)
+    return _amp_summary(res, time.perf_counter() - t0, n=n)
 
 
 def amp_runs(keys, d: int, rho: float, alpha: float, T: int = 2, *, channel="softmax", batch=None,
@@ -315,9 +332,7 @@ def amp_runs(keys, d: int, rho: float, alpha: float, T: int = 2, *, channel="sof
     res = gamp_rie_batch(X, y, rho, channel=channel, keys=[inst.key for inst in insts], S_true=S,
                          options=GampRieOptions(**options))
     wall = (time.perf_counter() - t0) / len(keys)
-    return [dict(error=float(r.error), mmse_pred=float(r.mmse_pred), n_iter=int(r.n_iter),
-                 converged=bool(r.converged), diverged=bool(r.diverged), status=r.status, n=inst.n, wall_s=wall)
-            for r, inst in zip(res, insts)]
+    return [_amp_summary(r, wall, n=inst.n) for r, inst in zip(res, insts)]
 
 
 def gd_data_set(key, d: int, rho: float, alpha: float, T: int, *, n_init: int, steps: int, lr: float) -> dict:
@@ -328,18 +343,13 @@ def gd_data_set(key, d: int, rho: float, alpha: float, T: int, *, n_init: int, s
     ``final_loss_mean``, ``n_finite`` and ``seconds`` (training wall time).
     """
     from . import model
-    from .gd import averaged_errors, train_gd
+    from .gd import train_gd
 
-    Ks = [2**j for j in range(int(math.log2(n_init)) + 1)]
     S, X, y, n, k_init = model.make_instance(key, d, rho, alpha, T)
     t0 = time.perf_counter()
     res = train_gd(k_init, X, y, rho, n_init=n_init, steps=steps, lr=lr, S_true=S, record_every=steps,
                    progress=False)
-    err = np.asarray(res.error_students[:, -1])
-    avg = averaged_errors(res.S_students, S, Ks=Ks)
-    return dict(n=n, single_mean=float(err.mean()), single_std=float(err.std(ddof=1)) if n_init > 1 else 0.0,
-                avg_K=[float(v) for v in avg], Ks=Ks, final_loss_mean=float(np.mean(res.final_loss)),
-                n_finite=int(np.sum(np.asarray(res.finite))), seconds=time.perf_counter() - t0)
+    return dict(n=n, **_gd_summary(res, S, n_init), seconds=time.perf_counter() - t0)
 
 
 SAME_INSTANCE_SEED = 45  # the root of the keys of chapter 6's same-instance study (scripts/gd_vs_amp.py)
@@ -369,27 +379,19 @@ def gd_amp_data_set(key, d: int, rho: float, alpha: float, T: int, *, n_init: in
     """
     from . import model
     from .amp import gamp_rie
-    from .gd import averaged_errors, extrapolated_error, train_gd
+    from .gd import extrapolated_error, train_gd
 
-    Ks = [2**j for j in range(int(math.log2(n_init)) + 1)]
     S, X, y, n, k_alg = model.make_instance(key, d, rho, alpha, T)
     t0 = time.perf_counter()
     res = gamp_rie(X, y, rho, key=k_alg, S_true=S, max_iter=max_iter)
-    amp = dict(error=float(res.error), mmse_pred=float(res.mmse_pred), n_iter=int(res.n_iter),
-               converged=bool(res.converged), diverged=bool(res.diverged), status=res.status,
-               wall_s=time.perf_counter() - t0)
+    amp = _amp_summary(res, time.perf_counter() - t0)
     t0 = time.perf_counter()
     gd = train_gd(k_alg, X, y, rho, n_init=n_init, steps=steps, lr=lr, optimizer=optimizer, S_true=S,
                   record_every=steps, progress=False, init_scale=init_scale)
     gd.S_hat.block_until_ready()
     seconds = time.perf_counter() - t0
-    err = np.asarray(gd.error_students[:, -1])
     e_inf, e_se = extrapolated_error(gd.S_students, S) if n_init >= 3 else (float("nan"), float("nan"))
-    return dict(n=n, amp=amp, single_mean=float(err.mean()),
-                single_std=float(err.std(ddof=1)) if n_init > 1 else 0.0,
-                avg_K=[float(v) for v in averaged_errors(gd.S_students, S, Ks=Ks)], Ks=Ks, e_inf=e_inf,
-                e_inf_se=e_se, final_loss_mean=float(np.mean(gd.final_loss)),
-                n_finite=int(np.sum(np.asarray(gd.finite))), seconds=seconds)
+    return dict(n=n, amp=amp, **_gd_summary(gd, S, n_init), e_inf=e_inf, e_inf_se=e_se, seconds=seconds)
 
 
 def deep_data_set(key, d: int, rhos, alpha: float, T: int, *, c: float, n_init: int, steps: int,
