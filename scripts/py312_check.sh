@@ -19,7 +19,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/aim_py312}
 VENV=${VENV312:-$OUT/venv}
-source scripts/find_py312.sh
+source scripts/find_python.sh
+PY312=$(find_python 3.12) || exit 2
 echo "using $PY312 ($("$PY312" --version)), venv $VENV, outputs in $OUT"
 export AIM_SCALE=${AIM_SCALE:-smoke}
 mkdir -p "$OUT"
