@@ -22,6 +22,10 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # each page), pinned here.
 MATHJAX_VERSION ?= 3.2.2
 MATHJAX = _vendor/mathjax/tex-mml-chtml.js
+# reveal.js for the chapters' slides, offline like MathJax (make reveal, below), pinned here.
+REVEAL_VERSION ?= 6.0.2
+REVEAL_DIR = .tools/reveal.js-$(REVEAL_VERSION)
+REVEAL = $(REVEAL_DIR)/reveal.js
 # JAX's persistent compilation cache (its documented environment variables), shared by the
 # unit tests, the strict build and nbval: nbval re-executes every chapter the build executed,
 # and with the cache it re-runs the computations without compiling them again (ch. 4: 205 s ->
@@ -34,7 +38,8 @@ $(CACHED): export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS = 0
 $(CACHED): export JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES = -1
 
 .PHONY: install book test unit test-fast build-strict browser nbval colab colab-check colab-run clean mathjax \
-        mutation mutation-ci student instructor editions pdf tex test-editions dist lint-workflows
+        mutation mutation-ci student instructor editions pdf tex test-editions dist lint-workflows \
+        site site-downloads site-check reveal
 
 install: $(VENV)/.installed $(MATHJAX)
 
@@ -74,6 +79,8 @@ book: install
 # go on in the background beside the steps that leave a core idle (the browser test, the
 # PDFs); make test waits for them at the end and prints their log. COLAB_JOBS notebooks at a time.
 COLAB_JOBS ?= 1
+# the site's pages link its downloads (_ext/aim_site.py), which the browser test checks
+test: export AIM_SITE = 1
 test: install
 	@mkdir -p $(COLAB_OUT)
 	OUT=$(COLAB_OUT) JOBS=$(COLAB_JOBS) COLAB_STAGE=prepare bash scripts/colab_check.sh \
@@ -84,12 +91,35 @@ test: install
 	    > $(COLAB_OUT)/run.log 2>&1 & colab=$$!; \
 	trap 'kill -- -$$colab 2>/dev/null || true' EXIT; \
 	echo "colab-run: started in the background (log: $(COLAB_OUT)/run.log)"; \
-	$(MAKE) browser editions pdf test-editions nbval colab-check; \
+	$(MAKE) editions pdf site-downloads browser test-editions nbval colab-check site-check; \
 	echo "colab-run: waiting for it ($$(( $$(date +%s) - start )) s since it started)"; \
 	status=0; wait $$colab || status=$$?; trap - EXIT; cat $(COLAB_OUT)/run.log; \
 	echo "colab-run: done $$(( $$(date +%s) - start )) s after it started"; \
 	test $$status -eq 0
 	@echo "make test: every step passed"
+
+# The deployable site, in _build/html: the reader's book (as make book) whose pages link its
+# downloads (AIM_SITE=1, _ext/aim_site.py), the PDFs (make pdf) and the student edition (make
+# student), both from the book's execution cache (no chapter runs twice), and the downloads
+# written into the site (site-downloads): the book PDF, the problem sets without solutions, the
+# student edition as a zip, each chapter's slides. The folder, copied anywhere, is the site.
+site: export AIM_SITE = 1
+site: install
+	$(MAKE) book
+	$(MAKE) pdf student site-downloads EXEC_CACHE=$(BOOK_CACHE)
+	@echo "site: _build/html (open _build/html/index.html, or publish the folder)"
+
+# The downloads of the site (scripts/site_downloads.py: about 5 s), into $(SITE_HTML)/downloads,
+# from _build/pdf, the student edition and reveal.js (make reveal); after make pdf and make student.
+SITE_HTML ?= _build/html
+site-downloads: $(REVEAL)
+	$(BIN)/python scripts/site_downloads.py --html $(SITE_HTML) --pdf _build/pdf \
+	    --student _build/student/_build/html --reveal $(REVEAL_DIR)
+
+# The site holds no test's output (the Colab render, screenshots, pytest's cache) and no
+# solutions PDF: run after the tests (make test does).
+site-check:
+	$(BIN)/python scripts/site_downloads.py --check --html $(SITE_HTML)
 
 # The package's sdist and wheel (the wheel built from the sdist, so that it holds only what the
 # sdist ships), as the workflow publishes them on a version tag, into dist/; twine checks their
@@ -224,6 +254,18 @@ tex:
 	@command -v xelatex >/dev/null && command -v latexmk >/dev/null && command -v rsvg-convert >/dev/null \
 	    && command -v pdftotext >/dev/null || { apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(TEX_PACKAGES); }
+
+# reveal.js for the chapters' slides (scripts/slides.py), offline like MathJax: the npm
+# package pinned here, only its script, its style and the white theme (fonts embedded) unpacked
+# into .tools/ (not tracked, and not in _vendor, which the book copies whole into every build);
+# scripts/site_downloads.py copies them beside the decks.
+reveal: $(REVEAL)
+$(REVEAL):
+	@command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq npm; }
+	rm -rf $(REVEAL_DIR) .tools/reveal-pack && mkdir -p .tools/reveal-pack $(REVEAL_DIR)
+	cd .tools/reveal-pack && npm pack --silent reveal.js@$(REVEAL_VERSION) >/dev/null && tar xzf reveal.js-$(REVEAL_VERSION).tgz
+	cd .tools/reveal-pack/package && cp LICENSE dist/reveal.js dist/reveal.css dist/theme/white.css ../../../$(REVEAL_DIR)/
+	rm -rf .tools/reveal-pack
 
 # The printable book and problem sets, through Jupyter Book's LaTeX builder (XeLaTeX):
 #   _build/pdf/book.pdf                          the reader's book

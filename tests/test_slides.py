@@ -1,0 +1,109 @@
+"""The slide generator (scripts/slides.py): what a chapter's deck takes from its source."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import slides  # noqa: E402
+
+SOURCE = """---
+kernelspec:
+  name: python3
+---
+
+(ch-x)=
+# A chapter with $d$ tokens
+
+## Overview
+
+```{code-cell} ipython3
+# a comment, not a heading
+x = 1
+```
+
+```{prf:definition} A thing
+$$
+h = x^\\top S x
+$$ (eq-h)
+```
+
+$$
+y = g(h)
+$$ (eq-y)
+
+$$
+\\text{unlabelled}
+$$
+
+## Results
+
+```{code-cell} ipython3
+---
+mystnb:
+  figure:
+    caption: A curve.
+    name: fig-curve
+---
+plt.show()
+```
+
+$$
+z = 2
+$$ (eq-z)
+
+## Key takeaways
+
+- The indices {eq}`eq-z` are
+  Gaussian ($Q_0 = 1+\\rho$).
+- **Two**: see {numref}`fig-curve`.
+
+```{teaching-notes}
+- not a takeaway
+```
+
+## Exercises
+"""
+
+
+def test_outline_of_a_chapter_source():
+    out = slides.outline(SOURCE, 3)
+    assert out.title == "A chapter with $d$ tokens"
+    assert out.sections == ["Overview", "Results", "Key takeaways", "Exercises"]
+    # labelled equations only, those in directives too, none from code cells
+    assert [e.label for e in out.equations] == ["eq-h", "eq-y", "eq-z"]
+    assert out.equations[0].tex == "h = x^\\top S x" and out.equations[2].section == "Results"
+    assert [(f.label, f.section) for f in out.figures] == [("fig-curve", "Results")]
+    assert out.takeaways == ["The indices {eq}`eq-z` are Gaussian ($Q_0 = 1+\\rho$).",
+                             "**Two**: see {numref}`fig-curve`."]
+    assert out.cited == ["eq-z"]
+    # the cited equation first, completed up to MIN_EQUATIONS, in the chapter's order
+    assert slides.MIN_EQUATIONS == 3 and [e.label for e in out.key_equations()] == ["eq-h", "eq-y", "eq-z"]
+
+
+def test_no_takeaways_is_a_clear_error():
+    source = SOURCE.replace("## Key takeaways", "## Summary")
+    with pytest.raises(slides.ChapterSourceError, match="chapter 3 .*no '## Key takeaways' section"):
+        slides.outline(source, 3)
+    with pytest.raises(slides.ChapterSourceError, match="no title"):
+        slides.outline("## Key takeaways\n\n- one\n", 3)
+
+
+def test_deck_from_the_source_alone(tmp_path):
+    md = tmp_path / "03_thing.md"
+    md.write_text(SOURCE, encoding="utf-8")
+    deck = slides.deck(md, None, "The book")
+    assert deck.count("<section") == 2 + 3 + 1     # title, outline, 3 equations, 1 takeaways slide
+    assert "A chapter with \\(d\\) tokens" in deck and "h = x^\\top S x" in deck
+    assert "Gaussian (\\(Q_0 = 1+\\rho\\))" in deck and "<strong>Two</strong>" in deck
+    assert 'src="reveal/reveal.js"' in deck and 'src="../../mathjax/tex-mml-chtml.js"' in deck
+    assert "http" not in deck.replace("https://revealjs.com", "")    # nothing from the network
+
+
+def test_every_chapter_has_a_deck_outline():
+    for md in slides.chapters():
+        out = slides.outline(md.read_text(encoding="utf-8"), int(md.name[:2]))
+        assert out.takeaways and out.key_equations(), md.name
+        assert set(out.cited) <= {e.label for e in out.equations}, md.name
