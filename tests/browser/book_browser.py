@@ -36,6 +36,9 @@ WIDTHS = (1280, 1400)
 HEIGHT = 800
 # Generated pages that are not the book's text.
 SKIPPED_PAGES = {"genindex.html", "search.html", "py-modindex.html", "prf-prf.html"}
+# The site's downloads (scripts/site_downloads.py): the slides are not pages of the book
+# (tests/browser/test_site.py opens them).
+DOWNLOADS = "downloads"
 PAGE_TIMEOUT_S = 60  # loading, typesetting, images, screenshot: each at most this long
 REFRESH = re.compile(r"url=(.+)$", re.IGNORECASE)
 
@@ -178,6 +181,7 @@ def book_pages(html_dir=HTML_DIR):
         p.relative_to(html_dir).as_posix()
         for p in html_dir.rglob("*.html")
         if not any(part.startswith("_") for part in p.relative_to(html_dir).parts)
+        and p.relative_to(html_dir).parts[0] != DOWNLOADS
         and p.name not in SKIPPED_PAGES
         and redirect_target(p) is None
     )
