@@ -179,6 +179,8 @@ def outline(source: str, number: int) -> Outline:
 
 def _inline(text: str) -> str:
     """A heading or an item of the source as HTML: $maths$ and `code` kept, the rest escaped."""
+    # a role {eq}`label`, {numref}`Fig. %s <label>`: its label (the built page prints its number)
+    text = re.sub(r"\{[a-z:]+\}`(?:[^`<]*<)?([^`>]+)>?`", r"\1", text)
     out = []
     for piece in re.split(r"(\$[^$]+\$|`[^`]+`)", text):
         if piece.startswith("$") and piece.endswith("$") and len(piece) > 1:
@@ -186,7 +188,6 @@ def _inline(text: str) -> str:
         elif piece.startswith("`") and piece.endswith("`") and len(piece) > 1:
             out.append("<code>" + html.escape(piece[1:-1]) + "</code>")
         else:
-            piece = re.sub(r"\{[a-z:]+\}`(?:[^`<]*<)?([^`>]+)>?`", r"\1", piece)   # {role}`x` -> x
             piece = html.escape(piece, quote=False)
             out.append(re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", piece))
     return "".join(out)
@@ -254,15 +255,17 @@ class BuiltPage:
 
 _STYLE = """
 .reveal { font-size: 30px; }
-.reveal h1 { font-size: 1.9em; } .reveal h2 { font-size: 1.35em; } .reveal h3 { font-size: 1.1em; }
+.reveal h1, .reveal h2, .reveal h3 { text-transform: none; }
+.reveal h1 { font-size: 1.8em; } .reveal h2 { font-size: 1.35em; } .reveal h3 { font-size: 1.1em; }
+.reveal .slides section.title-slide { padding-top: 150px; }
 .reveal .slides section { text-align: left; }
 .reveal .slides section.title-slide { text-align: center; }
 .reveal .chapter { color: #2a76dd; font-size: 0.9em; margin-bottom: 0.2em; }
 .reveal .note { color: #555; font-size: 0.6em; }
 .reveal ul.outline { font-size: 0.72em; columns: 2; column-gap: 2em; }
-.reveal ul.takeaways { font-size: 0.7em; line-height: 1.35; }
+.reveal ul.takeaways { font-size: 0.78em; line-height: 1.35; }
 .reveal ul.takeaways li { margin-bottom: 0.6em; }
-.reveal .eq { margin: 1.2em 0; font-size: 0.95em; }
+.reveal .eq { margin: 1.5em 0; font-size: 1.25em; }
 .reveal .eq .math { display: flex; flex-direction: row-reverse; align-items: center; }
 .reveal .eq .eqno { margin-left: 1em; color: #555; }
 .reveal .eq mjx-container[display="true"] { flex: 1 1 auto; margin: 0; }
