@@ -107,3 +107,69 @@ def test_every_chapter_has_a_deck_outline():
         out = slides.outline(md.read_text(encoding="utf-8"), int(md.name[:2]))
         assert out.takeaways and out.key_equations(), md.name
         assert set(out.cited) <= {e.label for e in out.equations}, md.name
+
+
+# -- the pages' links to the downloads (_ext/aim_site.py)
+
+
+def _load_site_ext():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("aim_site", ROOT / "_ext" / "aim_site.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class _App:
+    class builder:
+        format = "html"
+
+    class config:
+        aim_edition = "reader"
+
+    class env:
+        found_docs = {"book/intro", "book/01_model", "book/02_random_matrices", "book/teaching"}
+        titles = {"book/01_model": type("T", (), {"astext": lambda self: "The model"})(),
+                  "book/02_random_matrices": type("T", (), {"astext": lambda self: "Matrices"})()}
+
+
+def _pathto(target, _file):
+    return "../" + target
+
+
+def test_site_links_only_with_aim_site_in_the_readers_book(monkeypatch):
+    ext = _load_site_ext()
+    monkeypatch.delenv("AIM_SITE", raising=False)
+    assert not ext.enabled(_App)
+    monkeypatch.setenv("AIM_SITE", "1")
+    assert ext.enabled(_App)
+    monkeypatch.setattr(_App.config, "aim_edition", "student")
+    assert not ext.enabled(_App)
+
+
+def test_chapter_page_gets_its_problem_set_and_slides_under_the_notebook_line(monkeypatch):
+    ext = _load_site_ext()
+    monkeypatch.setenv("AIM_SITE", "1")
+    body = '<h1>1. The model</h1>\n<p class="aim-notebook-link">nb</p>\n<p>Text</p>'
+    context = {"body": body, "pathto": _pathto}
+    ext._page_links(_App, "book/01_model", "page.html", context, None)
+    lines = context["body"].split("\n")
+    assert lines[1] == '<p class="aim-notebook-link">nb</p>' and 'class="aim-site-links"' in lines[2]
+    assert 'href="../downloads/problem-set-1.pdf"' in lines[2]
+    assert 'href="../downloads/slides/01_model.html"' in lines[2]
+
+
+def test_landing_and_teaching_pages_list_every_download(monkeypatch):
+    ext = _load_site_ext()
+    monkeypatch.setenv("AIM_SITE", "1")
+    for page in ("book/intro", "book/teaching"):
+        context = {"body": '<section id="editions-and-printed-material"><h1>T</h1><h2>E</h2><p>x</p>',
+                   "pathto": _pathto}
+        ext._page_links(_App, page, "page.html", context, None)
+        box = context["body"]
+        for href in ("downloads/book.pdf", "downloads/aim-tutorial-student-edition.zip",
+                     "downloads/problem-set-1.pdf", "downloads/problem-set-2.pdf",
+                     "downloads/slides/01_model.html", "downloads/slides/02_random_matrices.html"):
+            assert f'href="../{href}"' in box, (page, href)
+        assert "built, not published" in box and "make instructor" in box and "solutions.pdf" not in box
