@@ -279,11 +279,17 @@ _STYLE = """
 # Display maths wider than its slide is scaled down to fit, once typeset (reveal.js shows a
 # slide's content at one scale: a wide equation would run off the slide).
 _SCRIPT = """
+// [width of the typeset maths, room for it beside its number], unscaled by reveal.js
+function mathsWidth(c) {
+  const box = c.closest('.math') || c.parentElement, eqno = box.querySelector('.eqno');
+  const m = c.querySelector('mjx-math');
+  return [m ? m.offsetWidth : c.scrollWidth, box.clientWidth - (eqno ? eqno.offsetWidth + 24 : 0) - 4];
+}
 function fitMaths(slide) {
   if (!slide) return;
   slide.querySelectorAll('mjx-container[display="true"]').forEach(c => {
     c.style.fontSize = '';
-    const room = c.parentElement.clientWidth - 8, wide = c.scrollWidth;
+    const [wide, room] = mathsWidth(c);
     if (room > 0 && wide > room) c.style.fontSize = Math.floor(100 * room / wide) + '%';
   });
 }

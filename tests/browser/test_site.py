@@ -150,7 +150,7 @@ _DECK_STATE = """async (timeoutMs) => {
     await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
     const s = Reveal.getCurrentSlide();
     const wide = [...s.querySelectorAll('mjx-container[display="true"]')].filter(
-      c => c.scrollWidth > c.parentElement.clientWidth + 2).length;
+      c => { const [w, room] = mathsWidth(c); return w > room + 2; }).length;
     out.push({i, kind: s.dataset.equation ? 'equation' : s.dataset.figure ? 'figure' :
               s.classList.contains('takeaways-slide') ? 'takeaways' : 'other',
               height: s.scrollHeight, room: height, wide,
