@@ -194,18 +194,33 @@ def _inline(text: str) -> str:
 
 
 class BuiltPage:
-    """The chapter's page of the built book, its fragments rewritten for the deck's folder."""
+    """The chapter's page of the built book, its fragments rewritten for the deck's folder.
+
+    Each fragment (an equation's block, a figure, the takeaways' section) is cut out of the
+    page before it is parsed: the pages are large, the fragments small."""
 
     def __init__(self, html_dir: Path, doc: str):
-        from bs4 import BeautifulSoup
-
         self.html_dir, self.doc = html_dir, doc
         path = html_dir / f"{doc}.html"
         if not path.is_file():
             raise FileNotFoundError(f"slides: no built page {path} (build the book first)")
-        self.soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
-        for a in self.soup.select("a.headerlink"):
+        self.text = path.read_text(encoding="utf-8")
+
+    def _fragment(self, pattern: str):
+        from bs4 import BeautifulSoup
+
+        m = re.search(pattern, self.text, re.S | re.I)      # docutils writes ids in lower case
+        if not m:
+            return None
+        node = BeautifulSoup(m.group(0), "html.parser")
+        for a in node.select("a.headerlink"):
             a.decompose()
+        for a in node.select("a[href]"):
+            a["href"] = self._url(a["href"])
+        for img in node.select("img[src]"):
+            img["src"] = self._url(img["src"])
+            img.attrs.pop("loading", None)
+        return node
 
     def _url(self, url: str) -> str:
         """A URL of the page, from the deck's folder (links and images)."""
@@ -217,38 +232,26 @@ class BuiltPage:
             target = posixpath.normpath(posixpath.join(posixpath.dirname(self.doc), url))
         return posixpath.relpath(target, DECK_DIR)
 
-    def _rewrite(self, node):
-        for a in node.select("a[href]"):
-            a["href"] = self._url(a["href"])
-        for img in node.select("img[src]"):
-            img["src"] = self._url(img["src"])
-            img.attrs.pop("loading", None)
-        return node
-
     def equation(self, label: str) -> str | None:
-        div = self.soup.find(id=f"equation-{label}")
-        return str(self._rewrite(div)) if div else None
+        node = self._fragment(rf'<div class="math[^"]*" id="equation-{re.escape(label)}">.*?</div>')
+        return str(node) if node else None
 
     def figure(self, label: str) -> tuple[str, str] | None:
         """(the image's HTML, the caption's HTML) of a figure of the page."""
-        fig = self.soup.find(id=label)
-        img = fig and fig.find("img")
+        node = self._fragment(rf'<figure[^>]* id="{re.escape(label)}"[^>]*>.*?</figure>')
+        img = node and node.find("img")
         if not img:
             return None
-        self._rewrite(fig)
-        cap = fig.find("figcaption")
+        cap = node.find("figcaption")
         return str(img), (cap.decode_contents() if cap else "")
 
     def takeaways(self) -> list | None:
         """The takeaways' items as the book prints them (references resolved)."""
-        for heading in self.soup.find_all(["h2"]):
-            if heading.get_text(" ", strip=True).rstrip("#").strip().endswith(TAKEAWAYS):
-                section = heading.find_parent("section")
-                ul = section and section.find(["ul", "ol"])
-                if ul:
-                    self._rewrite(ul)
-                    return [li.decode_contents() for li in ul.find_all("li", recursive=False)]
-        return None
+        node = self._fragment(r'<section id="key-takeaways">.*?</section>')
+        ul = node and node.find(["ul", "ol"])
+        if not ul:
+            return None
+        return [li.decode_contents() for li in ul.find_all("li", recursive=False)]
 
 
 # -- the deck
@@ -270,8 +273,8 @@ _STYLE = """
 .reveal .eq .eqno { margin-left: 1em; color: #555; }
 .reveal .eq mjx-container[display="true"] { flex: 1 1 auto; margin: 0; }
 .reveal .fig { text-align: center; }
-.reveal .fig img { max-height: 470px; max-width: 100%; margin: 0; border: 0; box-shadow: none; }
-.reveal .caption { font-size: 0.5em; color: #333; line-height: 1.3; text-align: left; }
+.reveal .fig img { height: 470px; width: auto; max-width: 100%; object-fit: contain; margin: 0; border: 0; box-shadow: none; }
+.reveal .caption { font-size: 0.55em; color: #333; line-height: 1.3; text-align: left; }
 .reveal .caption p { margin: 0; }
 .reveal a { color: #2a76dd; }
 """
