@@ -173,6 +173,14 @@ def test_deck_opens_offline_from_disk(browser, chapter):
     deck = DOWNLOADS / "slides" / f"{chapter}.html"
     assert deck.is_file(), f"no deck {deck}"
     assert deck.stat().st_size < 200_000, f"{deck.name}: {deck.stat().st_size} bytes, not a small deck"
+    soup = BeautifulSoup(deck.read_text(encoding="utf-8"), "html.parser")
+    refs = [t.get("href") or t.get("src") for t in soup.select("a[href], img[src], script[src], link[href]")]
+    site_root = HTML_DIR.resolve()
+    broken = [r for r in refs if not re.match(r"^[a-z]+:", r) and not r.startswith("#")
+              and not (deck.parent / r.split("#")[0]).resolve().is_file()]
+    outside_site = [r for r in refs if not re.match(r"^[a-z]+:", r) and not r.startswith("#")
+                    and site_root not in (deck.parent / r.split("#")[0]).resolve().parents]
+    assert not broken and not outside_site, f"{chapter}: links to no file of the site {broken + outside_site}"
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     tab = context.new_page()
     outside, console = [], []
