@@ -1,5 +1,7 @@
 # aim-tutorial: two commands from a fresh clone (Python 3.11 on the PATH).
 #   make book   install everything into .venv and build the HTML book (_build/html)
+#   make site   the deployable site in _build/html: the book linking its downloads (the book
+#               PDF, the problem sets, the student edition as a zip, each chapter's slides)
 #   make test   install everything and run every test: unit tests, the curated mutants
 #               that must stay killed (make mutation-ci), the book built
 #               from scratch with execution forced, the browser test of the built
@@ -109,7 +111,7 @@ site: install
 	$(MAKE) pdf student site-downloads EXEC_CACHE=$(BOOK_CACHE)
 	@echo "site: _build/html (open _build/html/index.html, or publish the folder)"
 
-# The downloads of the site (scripts/site_downloads.py: about 5 s), into $(SITE_HTML)/downloads,
+# The downloads of the site (scripts/site_downloads.py: 2 s), into $(SITE_HTML)/downloads,
 # from _build/pdf, the student edition and reveal.js (make reveal); after make pdf and make student.
 SITE_HTML ?= _build/html
 site-downloads: $(REVEAL)
