@@ -812,7 +812,8 @@ def one_blas_thread():
 
 
 def gamp_rie_stop(policy: GampRieStopPolicy, record: GampRieRecord, residuals=()) -> Optional[str]:
-    """The status at which a run stops after the iteration of ``record``, or ``None`` to go on.
+    """The status at which a run stops after the iteration of ``record``, or ``None`` to go on: the
+    sentence of the code of :func:`aim_tutorial.amp_kernel.stop_code` (the rules of both loops).
 
     The rules, in this order: ``q_hat`` not positive, ``R`` or the estimate not finite, the residual
     above ``policy.max_residual`` (an explosion), ``E g^2 / -E g'`` not below ``max_ratio`` (a
@@ -933,7 +934,8 @@ def gamp_rie(
 
     Returns:
         :class:`GampRieResult` with the last finite ``S_hat``, ``converged``, ``diverged``,
-        ``status`` (the string of :func:`gamp_rie_stop`) and the per-iteration
+        ``status`` (the string of :func:`gamp_rie_stop`), ``code`` (its
+        :class:`aim_tutorial.amp_kernel.Status`) and the per-iteration
         :class:`GampRieHistory`.
 
     Raises:

@@ -48,6 +48,23 @@ __all__ = ["gamp_rie_batch"]
 
 _FIELDS = _amp.GampRieHistory._fields  # the columns of the device's history
 _RUNNING = int(_kernel.Status.RUNNING)
+# the loop carries the last iteration's record packed by kind, three arrays (one leaf a field cost
+# the loop an operation a field an iteration)
+_KINDS = {kind: tuple(f for f, v in zip(_amp.GampRieRecord._fields, _amp.GampRieRecord(it=0))
+                      if type(v) is kind) for kind in (float, int, bool)}
+
+
+def _pack(record):
+    """A :class:`~aim_tutorial.amp.GampRieRecord` of ``(B,)`` arrays as three ``(B, fields)`` arrays."""
+    return tuple(jnp.stack([jnp.asarray(getattr(record, f), dtype) for f in _KINDS[kind]], axis=-1)
+                 for kind, dtype in ((float, jnp.float64), (int, int), (bool, bool)))
+
+
+def _unpack(packed, b):
+    """Instance ``b``'s record from :func:`_pack`'s arrays (NumPy), in Python numbers as
+    :func:`aim_tutorial.amp.gamp_rie_step` writes them."""
+    fields = {f: kind(v) for kind, a in zip((float, int, bool), packed) for f, v in zip(_KINDS[kind], a[b])}
+    return _amp.GampRieRecord(**fields)
 
 
 def _host_denoise(lam, delta, rho, outside):
@@ -157,7 +174,7 @@ def _program(half_step, options: _amp.GampRieOptions, rho: float, has_truth: boo
                 S_prev=jnp.where(keep, s.S_hat, s.S_prev), residual=jnp.where(good, residual, s.residual),
                 grow=jnp.where(good, grow, s.grow), best_residual=jnp.where(good, best_residual, s.best_residual),
                 best_it=jnp.where(good, best_it, s.best_it), it=it),
-            k=jnp.where(den, k + 1, k), hist=hist, code=code, record=record,
+            k=jnp.where(den, k + 1, k), hist=hist, code=code, record=_pack(record),
         )
         # an instance that has stopped keeps its state
         st = jax.tree.map(lambda a, b: jnp.where(active.reshape(active.shape + (1,) * (a.ndim - 1)), a, b), new, st)
@@ -380,9 +397,7 @@ def gamp_rie_batch(X, y, rho: float, *, channel: str = "softmax", beta: float = 
     state = _amp.GampRieState(*(
         jnp.asarray(np.stack([np.asarray(getattr(s, f)) for _, s in starts]), kinds.get(f))
         for f in _amp.GampRieState._fields))
-    record = _amp.GampRieRecord(*(
-        jnp.full((B,), v, bool if isinstance(v, bool) else int if isinstance(v, int) else jnp.float64)
-        for v in _amp.GampRieRecord(it=0)))
+    record = _pack(_amp.GampRieRecord(*(np.full((B,), v) for v in _amp.GampRieRecord(it=0))))
     st = dict(state=state, k=jnp.zeros((B,), int), hist=jnp.full((B, o.max_iter, len(_FIELDS)), jnp.nan),
               code=jnp.zeros((B,), jnp.int32), record=record)
     Xb = jnp.stack([p.X for p in problems])
@@ -399,7 +414,7 @@ def gamp_rie_batch(X, y, rho: float, *, channel: str = "softmax", beta: float = 
     for b in range(B):
         k = int(out["k"][b])
         hist = _amp.GampRieHistory(**{f: np.asarray(out["hist"][b, :k, i], dtype=float) for i, f in enumerate(_FIELDS)})
-        record = _amp.GampRieRecord(*(v[b].item() for v in out["record"]))  # Python numbers, as gamp_rie_step's
+        record = _unpack(out["record"], b)
         state = _amp.GampRieState(*(v[b] for v in out["state"]))
         results.append(_kernel.finish(problems[b], state._replace(S_hat=jnp.asarray(state.S_hat)), hist,
                                       out["code"][b], record))
