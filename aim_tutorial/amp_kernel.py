@@ -199,8 +199,9 @@ def init(problem, S_hat):
         >>> S = aim.sample_teacher(jax.random.key(0), 20, 0.5)
         >>> X, y = aim.sample_data(jax.random.key(1), S, n=60, T=2)
         >>> problem, state = gamp_rie_start(X, y, 0.5, options=GampRieOptions(init="mean"))
-        >>> amp_kernel.init(problem, state.S_hat) == state
-        True
+        >>> start = amp_kernel.init(problem, state.S_hat)
+        >>> start.c, start.V, start.it, start.Gamma.shape
+        (1.0, 1.0, 0, (60, 2, 2))
     """
     o = problem.options
     n, T, _ = problem.X.shape
