@@ -99,6 +99,10 @@ def _channels():
     return importlib.import_module("aim_tutorial.channels")
 
 
+def _kernel():
+    return importlib.import_module("aim_tutorial.amp_kernel")
+
+
 # --------------------------------------------------------------------------- #
 # Results
 # --------------------------------------------------------------------------- #
@@ -145,6 +149,8 @@ class GampRieResult(NamedTuple):
             output channel's Nishimori identity at the last iteration, and the tokens' second moment
             against the model's. ``False``: ``mmse_pred`` is not to be trusted, even when ``converged``.
         consistency: what the self-checks found, a sentence.
+        code: the :class:`aim_tutorial.amp_kernel.Status` the run stopped with (an ``IntEnum``: the
+            rule that fired; ``status`` is its sentence).
     """
 
     S_hat: jax.Array
@@ -157,6 +163,7 @@ class GampRieResult(NamedTuple):
     history: GampRieHistory
     consistent: bool = True
     consistency: str = ""
+    code: Optional[int] = None
 
 
 class GampRieSEResult(NamedTuple):
@@ -728,10 +735,7 @@ def gamp_rie_start(X, y, rho: float, *, channel: str = "softmax", beta: float = 
         X=jnp.asarray(X, dtype=dtype), y=jnp.asarray(y, dtype=dtype), rho=rho, alpha=n / d**2,
         half_step=half_step, S_ref=S_true if S_true is not None else jax.device_put(np.zeros((d, d), dtype)),
         has_truth=S_true is not None, options=options, rmt=_rmt())
-    zeros = jax.device_put(np.zeros((n, T, T), dtype))  # a transfer: jnp.zeros compiles a program (10 ms)
-    state = GampRieState(S_hat=S_hat, c=options.c_init, Gamma=zeros, omega=zeros, V=options.c_init,
-                         damping=options.damping, S_prev=S_hat)
-    return problem, state
+    return problem, _kernel().init(problem, S_hat)
 
 
 def gamp_rie_step(problem: GampRieProblem, state: GampRieState) -> tuple[GampRieState, GampRieRecord]:
@@ -780,20 +784,9 @@ def gamp_rie_step(problem: GampRieProblem, state: GampRieState) -> tuple[GampRie
                q_hat=q_hat, delta=delta, nishimori_ratio=ratio, damping=damp)
     if not (bool(finite) and math.isfinite(residual) and math.isfinite(c)):
         return out._replace(c=c), GampRieRecord(**row, estimate_finite=False)
-    grow = state.grow + 1 if residual > state.residual else 0
-    damping = state.damping
-    if o.adaptive_damping and damping < MAX_ADAPTIVE_DAMPING:
-        # adaptive damping: half damping from the start slows the hardmax at large alpha, none makes it
-        # oscillate at small alpha (chapter 5, section "Damping: the path, not the fixed point").
-        # A period-2 oscillation: S_new is back near S_{t-2} while far from S_{t-1}.
-        d = state.S_hat.shape[0]
-        oscillating = (it >= 2 and residual > o.tol
-                       and float(jnp.sum((S_new - state.S_prev) ** 2)) / d < 0.25 * residual)
-        if grow >= 2 or oscillating:
-            damping = min(MAX_ADAPTIVE_DAMPING, (1.0 + damping) / 2)
-            grow = 0
-    best_residual, best_it = (residual, it) if residual < state.best_residual else (state.best_residual,
-                                                                                  state.best_it)
+    # the bookkeeping (residual growth, adaptive damping, the smallest residual): the kernel's, as on the device
+    grow, damping, best_residual, best_it = _kernel().advance(
+        o, state, it, residual, lambda: float(jnp.sum((S_new - state.S_prev) ** 2)) / state.S_hat.shape[0])
     new = out._replace(S_hat=S_new, c=c, damping=damping, S_prev=state.S_hat, residual=residual, grow=grow,
                        best_residual=best_residual, best_it=best_it)
     return new, GampRieRecord(**row, grow=grow, best_residual=best_residual, best_it=best_it)
@@ -819,7 +812,8 @@ def one_blas_thread():
 
 
 def gamp_rie_stop(policy: GampRieStopPolicy, record: GampRieRecord, residuals=()) -> Optional[str]:
-    """The status at which a run stops after the iteration of ``record``, or ``None`` to go on.
+    """The status at which a run stops after the iteration of ``record``, or ``None`` to go on: the
+    sentence of the code of :func:`aim_tutorial.amp_kernel.stop_code` (the rules of both loops).
 
     The rules, in this order: ``q_hat`` not positive, ``R`` or the estimate not finite, the residual
     above ``policy.max_residual`` (an explosion), ``E g^2 / -E g'`` not below ``max_ratio`` (a
@@ -843,51 +837,19 @@ def gamp_rie_stop(policy: GampRieStopPolicy, record: GampRieRecord, residuals=()
         >>> gamp_rie_stop(policy, GampRieRecord(it=5, residual=1e-7, **row))
         'converged'
     """
-    it, residual = record.it, record.residual
-    if not (math.isfinite(record.q_hat) and record.q_hat > 0):
-        return f"diverged at iteration {it}: q_hat = {record.q_hat!r} is not a positive number"
-    if not record.prior_input_finite:
-        return f"diverged at iteration {it}: non-finite prior input R"
-    if not record.estimate_finite:
-        return f"diverged at iteration {it}: non-finite estimate"
-    continued = policy.rie_outside == "continuation"
-    if residual > policy.max_residual:
-        return (f"diverged at iteration {it}: residual {residual:.3g} exploded"
-                + ("; the RIE continued off the support amplifies edge eigenvalues "
-                   f"by 2 Delta = {2 * record.delta:.3g}: try rie_outside='edge'" if continued else ""))
-    if not record.nishimori_ratio < policy.max_ratio:
-        ratio, c = record.nishimori_ratio, record.mmse_pred
-        return (f"diverged at iteration {it}: collapse, the output residuals are {ratio:.3g} times larger "
-                f"than the predicted variance V (E g^2 / -E g' = {ratio:.3g}); the predicted error "
-                f"eps = {c:.3g} is not to be trusted"
-                + ("; with rie_outside='edge' the collapsing instances of chapter 5 converge "
-                   "(q_hat_from='derivative' is no cure)" if continued else ""))
-    if record.grow >= policy.patience and residual > 100 * policy.tol:
-        return f"diverged at iteration {it}: residual grew {record.grow} iterations in a row"
-    if it >= policy.min_iter and residual < policy.tol:
-        return "converged"
-    if policy.stall_patience is not None and it >= policy.min_iter and it - record.best_it >= policy.stall_patience:
-        return _stall_status(list(residuals)[record.best_it - 1:], record.best_residual, record.best_it, policy.tol,
-                             record.mmse_pred)
-    if it >= policy.max_iter:
-        return "max_iter"
-    return None
+    k = _kernel()
+    return k.stop_code(policy, record, residuals).sentence(policy, record, residuals)
 
 
 def _stall_status(window, best_residual, best_it, tol, c):
-    """The status of a run stopped by ``stall_patience``: ``stationary`` only when the residuals since
-    the smallest one stay small against the predicted error ``c`` (a fixed point, up to finite-size
-    fluctuations), else ``oscillating`` with the residual (the iterates jump: not a fixed point)."""
-    # "oscillating" was introduced when undamped hardmax runs at alpha = 0.2 (d = 24) jumped with
-    # residuals ~0.66 and were reported as "stationary ... around a fixed point"
-    typical = float(np.median(window))
-    if typical <= 0.01 * c + 100 * tol:
-        return (f"stationary: the residual stopped decreasing (smallest {best_residual:.2g} at iteration "
-                f"{best_it}, tol {tol:g}; median {typical:.2g} since); the iterates fluctuate around a fixed point")
-    return (f"oscillating: not converged, the residual stopped decreasing and stays large (median "
-            f"{typical:.2g} over the last {len(window)} iterations, smallest {best_residual:.2g} at iteration "
-            f"{best_it}, tol {tol:g}, against a predicted error {c:.2g}); the iterates keep jumping and are "
-            f"not at a fixed point: more damping (damping=0.5 or adaptive_damping=True) may help")
+    """The status of a run stopped by ``stall_patience`` whose residuals since the smallest one (at
+    iteration ``best_it``) are ``window``: the kernel's stall rule
+    (:func:`aim_tutorial.amp_kernel.stop_code`) and its sentence."""
+    k = _kernel()
+    residuals = [math.nan] * (best_it - 1) + list(window)
+    record = GampRieRecord(it=best_it + len(window) - 1, mmse_pred=c, best_residual=best_residual, best_it=best_it)
+    policy = GampRieStopPolicy(max_residual=math.inf, tol=tol)
+    return k._stall_code(policy, record, residuals).sentence(policy, record, residuals)
 
 
 def gamp_rie(
@@ -972,7 +934,8 @@ def gamp_rie(
 
     Returns:
         :class:`GampRieResult` with the last finite ``S_hat``, ``converged``, ``diverged``,
-        ``status`` (the string of :func:`gamp_rie_stop`) and the per-iteration
+        ``status`` (the string of :func:`gamp_rie_stop`), ``code`` (its
+        :class:`aim_tutorial.amp_kernel.Status`) and the per-iteration
         :class:`GampRieHistory`.
 
     Raises:
@@ -999,29 +962,18 @@ def gamp_rie(
     with one_blas_thread():
         problem, state = gamp_rie_start(X, y, rho, channel=channel, beta=beta, noise=noise, key=key, S_true=S_true,
                                         score=score, log_outputs=log_outputs, options=options, dtype=dtype)
+        kernel = _kernel()
         policy = GampRieStopPolicy.from_options(problem.options, problem.rho)
         hist = {k: [] for k in GampRieHistory._fields}
-        status = None
-        while status is None:
-            state, record = gamp_rie_step(problem, state)
+        code = kernel.Status.RUNNING
+        while code == kernel.Status.RUNNING:
+            state, record = kernel.step(problem, state)
             if record.denoised:
                 for k, v in hist.items():
                     v.append(getattr(record, k))
-            status = gamp_rie_stop(policy, record, hist["residual"])
+            code = kernel.stop_code(policy, record, hist["residual"])
     history = GampRieHistory(**{k: np.asarray(v, dtype=float) for k, v in hist.items()})
-    consistent, consistency = gamp_rie_self_check(problem.X, history.nishimori_ratio)
-    return GampRieResult(
-        S_hat=state.S_hat,
-        mmse_pred=float(state.c),
-        error=float(history.error[-1]) if len(history.error) else float("nan"),
-        converged=status == "converged",
-        diverged=status.startswith("diverged"),
-        n_iter=state.it,
-        status=status,
-        history=history,
-        consistent=consistent,
-        consistency=consistency,
-    )
+    return kernel.finish(problem, state, history, code, record)
 
 
 def gamp_rie_self_check(X, nishimori_ratio) -> tuple[bool, str]:

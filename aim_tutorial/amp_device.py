@@ -7,18 +7,19 @@ instances of the same sizes (a sweep point: several seeds) as one jitted ``lax.w
 the iteration of :func:`aim_tutorial.amp.gamp_rie_step` for every instance at once (``vmap``; on a
 CPU each instance its own call of the program, as many at once as there are cores, see
 ``_run_streams``), the
-RIE and ``mmse_rho`` in JAX (:mod:`aim_tutorial.rmt_device`), and the stopping rules of
-:func:`aim_tutorial.amp.gamp_rie_stop` on the device, each instance frozen at the iteration where
-its own rule fired, the loop ending when every instance has stopped. Nothing goes back to the
+RIE and ``mmse_rho`` in JAX (:mod:`aim_tutorial.rmt_device`), and the kernel's bookkeeping and
+stopping rules (:func:`aim_tutorial.amp_kernel.advance`, :func:`aim_tutorial.amp_kernel.stop_code`:
+the functions the host loop runs, traced) on the device, each instance frozen at the iteration
+where its own rule fired, the loop ending when every instance has stopped. Nothing goes back to the
 host, except when an effective noise ``Delta`` falls outside the range where
 :mod:`aim_tutorial.rmt_device` is validated (``[1e-12, 1e6]``): that iteration's RIE and
 ``mmse_rho`` are then computed by :mod:`aim_tutorial.rmt` (a host callback), so the results are
 those of :func:`aim_tutorial.gamp_rie` whatever ``Delta`` does.
 
 Each instance gets the result :func:`aim_tutorial.gamp_rie` gives it (the same iterates up to
-rounding, ``tests/test_amp_device.py``: errors within 1e-10 in float64), with the same status
-sentence (the host's :func:`~aim_tutorial.amp.gamp_rie_stop` writes it from the last iteration's
-record).
+rounding, ``tests/test_amp_device.py``: errors within 1e-10 in float64), with the same stop code
+and status sentence (:func:`aim_tutorial.amp_kernel.finish` writes it from the code and the last
+iteration's record, as for the host loop).
 
 Reference: as :mod:`aim_tutorial.amp`; taught in chapter 5 (``book/05_amp.md``).
 """
@@ -38,21 +39,32 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from . import _checks
 from . import amp as _amp
+from . import amp_kernel as _kernel
 from . import rmt as _rmt_host
 from . import rmt_device as _rd
 from .config import algorithm_products, gamp_jit
 
 __all__ = ["gamp_rie_batch"]
 
-# stop codes (0: running); gamp_rie_stop writes the sentence on the host
-_RUNNING, _Q_HAT, _R_NONFINITE, _ESTIMATE, _EXPLODED, _COLLAPSE, _GREW, _CONVERGED, _STALL, _MAX_ITER = range(10)
-# the start of gamp_rie_stop's sentence for each code: the device's rule and the host's must agree
-_SENTENCE = {_Q_HAT: ("diverged at iteration {it}: q_hat",), _R_NONFINITE: ("diverged at iteration {it}: non-finite prior",),
-             _ESTIMATE: ("diverged at iteration {it}: non-finite estimate",),
-             _EXPLODED: ("diverged at iteration {it}: residual",), _COLLAPSE: ("diverged at iteration {it}: collapse",),
-             _GREW: ("diverged at iteration {it}: residual grew",), _CONVERGED: ("converged",),
-             _STALL: ("stationary:", "oscillating:"), _MAX_ITER: ("max_iter",)}
-_FIELDS = ("error", "mmse_pred", "residual", "q_hat", "delta", "nishimori_ratio", "damping")
+_FIELDS = _amp.GampRieHistory._fields  # the columns of the device's history
+_RUNNING = int(_kernel.Status.RUNNING)
+# the loop carries the last iteration's record packed by kind, three arrays (one leaf a field cost
+# the loop an operation a field an iteration)
+_KINDS = {kind: tuple(f for f, v in zip(_amp.GampRieRecord._fields, _amp.GampRieRecord(it=0))
+                      if type(v) is kind) for kind in (float, int, bool)}
+
+
+def _pack(record):
+    """A :class:`~aim_tutorial.amp.GampRieRecord` of ``(B,)`` arrays as three ``(B, fields)`` arrays."""
+    return tuple(jnp.stack([jnp.asarray(getattr(record, f), dtype) for f in _KINDS[kind]], axis=-1)
+                 for kind, dtype in ((float, jnp.float64), (int, int), (bool, bool)))
+
+
+def _unpack(packed, b):
+    """Instance ``b``'s record from :func:`_pack`'s arrays (NumPy), in Python numbers as
+    :func:`aim_tutorial.amp.gamp_rie_step` writes them."""
+    fields = {f: kind(v) for kind, a in zip((float, int, bool), packed) for f, v in zip(_KINDS[kind], a[b])}
+    return _amp.GampRieRecord(**fields)
 
 
 def _host_denoise(lam, delta, rho, outside):
@@ -88,8 +100,7 @@ def _program(half_step, options: _amp.GampRieOptions, rho: float, has_truth: boo
     instances per device, ``d >= 36``).
     """
     o = options
-    max_residual = 100.0 * (1.0 + rho) ** 2
-    stall = o.stall_patience
+    policy = _amp.GampRieStopPolicy.from_options(o, rho)
 
     def output_half(X, y, S_hat, c, Gamma, omega, V, damp, alpha):
         return half_step.rest(_amp._quadratic_forms(X, S_hat), X, y, S_hat, c, Gamma, omega, V, damp, alpha)
@@ -113,10 +124,11 @@ def _program(half_step, options: _amp.GampRieOptions, rho: float, has_truth: boo
 
     def body(carry):
         st, X, y, S_ref, alpha = carry
+        s = st["state"]  # a batch of GampRieState
         active = st["code"] == _RUNNING
-        it = st["it"] + 1
-        damp = jnp.where(st["it"] == 0, 0.0, st["damping"]).astype(X.dtype)
-        batched = (X, y, st["S_hat"], st["c"], st["Gamma"], st["omega"], st["V"], damp)
+        it = s.it + 1
+        damp = jnp.where(s.it == 0, 0.0, s.damping).astype(X.dtype)
+        batched = (X, y, s.S_hat, s.c, s.Gamma, s.omega, s.V, damp)
         if one_at_a_time:  # a batch of one (see run)
             omega, V, Gamma, q_hat, lam, O, ratio = (
                 v[None] for v in output_half(*(a[0] for a in batched), alpha))
@@ -129,56 +141,40 @@ def _program(half_step, options: _amp.GampRieOptions, rho: float, has_truth: boo
         den = ok_q & ok_R
         delta = 1.0 / jnp.where(den, q_hat, 1.0)
         xi, c_new = denoise(lam, delta, active & den)
-        S_new, residual, err, finite = jax.vmap(_amp._prior_step)(O, xi, st["S_hat"], S_ref)
+        S_new, residual, err, finite = jax.vmap(_amp._prior_step)(O, xi, s.S_hat, S_ref)
         residual, err = residual.astype(jnp.float64), err.astype(jnp.float64)
         est_ok = finite & jnp.isfinite(residual) & jnp.isfinite(c_new)
         good = den & est_ok
-        # the iteration's bookkeeping, as in gamp_rie_step
-        grow = jnp.where(residual > st["residual"], st["grow"] + 1, 0)
-        damping = st["damping"]
-        if o.adaptive_damping:
-            d = S_new.shape[-1]
-            moved = jnp.sum((S_new - st["S_prev"]) ** 2, axis=(-2, -1)).astype(jnp.float64) / d
-            oscillating = (it >= 2) & (residual > o.tol) & (moved < 0.25 * residual)
-            bump = (damping < _amp.MAX_ADAPTIVE_DAMPING) & ((grow >= 2) | oscillating)
-            damping = jnp.where(bump, jnp.minimum(_amp.MAX_ADAPTIVE_DAMPING, (1.0 + damping) / 2), damping)
-            grow = jnp.where(bump, 0, grow)
-        better = residual < st["best_residual"]
-        best_residual = jnp.where(better, residual, st["best_residual"])
-        best_it = jnp.where(better, it, st["best_it"])
-        # the stopping rules of gamp_rie_stop, in its order
-        code = jnp.full(it.shape, _RUNNING)
-        rules = [
-            (~ok_q, _Q_HAT), (~ok_R, _R_NONFINITE), (~est_ok, _ESTIMATE),
-            (residual > max_residual, _EXPLODED), (~(ratio < o.max_ratio), _COLLAPSE),
-            ((grow >= o.patience) & (residual > 100 * o.tol), _GREW),
-            ((it >= o.min_iter) & (residual < o.tol), _CONVERGED),
-        ]
-        if stall is not None:
-            rules.append(((it >= o.min_iter) & (it - best_it >= stall), _STALL))
-        rules.append((it >= o.max_iter, _MAX_ITER))
-        for cond, value in reversed(rules):  # the first rule that fires wins
-            code = jnp.where(cond, value, code)
+        # the iteration's bookkeeping: the kernel's, as in gamp_rie_step
+        d = S_new.shape[-1]
+        grow, damping, best_residual, best_it = _kernel.advance(
+            o, s, it, residual,
+            lambda: jnp.sum((S_new - s.S_prev) ** 2, axis=(-2, -1)).astype(jnp.float64) / d)
+        # the record of the iteration, as gamp_rie_step writes it (nan where the iteration did not get so far)
+        nan = jnp.full_like(residual, jnp.nan)
+        record = _amp.GampRieRecord(
+            it=it, error=jnp.where(den, err, nan) if has_truth else nan, mmse_pred=jnp.where(den, c_new, nan),
+            residual=jnp.where(den, residual, nan), q_hat=q_hat, delta=jnp.where(den, delta, nan),
+            nishimori_ratio=jnp.where(den, ratio, nan), damping=jnp.where(den, damp.astype(jnp.float64), 0.0),
+            prior_input_finite=~ok_q | ok_R, estimate_finite=~den | est_ok, denoised=den,
+            grow=jnp.where(good, grow, 0), best_residual=jnp.where(good, best_residual, jnp.inf),
+            best_it=jnp.where(good, best_it, 0))
         # the history row (an iteration that denoised leaves one, a finite estimate or not)
         k = st["k"]
-        row = jnp.stack([err if has_truth else jnp.full_like(err, jnp.nan), c_new, residual, q_hat, delta, ratio,
-                         damp.astype(jnp.float64) * jnp.ones_like(err)], axis=-1)
+        row = jnp.stack([getattr(record, f) for f in _FIELDS], axis=-1)
         hist = jax.vmap(lambda h, kk, r: jax.lax.dynamic_update_slice(h, r[None], (kk, 0)))(st["hist"], k, row)
+        hist = jnp.where(den[:, None, None], hist, st["hist"])
+        # the stopping rules: the kernel's, each instance with its own residuals
+        code = jax.vmap(lambda r, res: _kernel.stop_code(policy, r, res))(record, hist[..., _FIELDS.index("residual")])
+        keep = good[:, None, None]
         new = dict(
-            S_hat=jnp.where(good[:, None, None], S_new, st["S_hat"]),
-            c=jnp.where(den, c_new.astype(st["c"].dtype), st["c"]),
-            Gamma=Gamma, omega=omega, V=V,
-            damping=jnp.where(good, damping, st["damping"]),
-            S_prev=jnp.where(good[:, None, None], st["S_hat"], st["S_prev"]),
-            residual=jnp.where(good, residual, st["residual"]),
-            grow=jnp.where(good, grow, st["grow"]),
-            best_residual=jnp.where(good, best_residual, st["best_residual"]),
-            best_it=jnp.where(good, best_it, st["best_it"]),
-            it=it, k=jnp.where(den, k + 1, k), hist=jnp.where(den[:, None, None], hist, st["hist"]), code=code,
-            last=jnp.stack([q_hat, jnp.where(den, delta, jnp.nan), jnp.where(den, c_new, jnp.nan),
-                            jnp.where(den, residual, jnp.nan), jnp.where(den, ratio, jnp.nan)], axis=-1),
-            last_grow=jnp.where(good, grow, 0), last_best=jnp.where(good, best_residual, jnp.inf),
-            last_best_it=jnp.where(good, best_it, 0),
+            state=_amp.GampRieState(
+                S_hat=jnp.where(keep, S_new, s.S_hat), c=jnp.where(den, c_new.astype(s.c.dtype), s.c),
+                Gamma=Gamma, omega=omega, V=V, damping=jnp.where(good, damping, s.damping),
+                S_prev=jnp.where(keep, s.S_hat, s.S_prev), residual=jnp.where(good, residual, s.residual),
+                grow=jnp.where(good, grow, s.grow), best_residual=jnp.where(good, best_residual, s.best_residual),
+                best_it=jnp.where(good, best_it, s.best_it), it=it),
+            k=jnp.where(den, k + 1, k), hist=hist, code=code, record=_pack(record),
         )
         # an instance that has stopped keeps its state
         st = jax.tree.map(lambda a, b: jnp.where(active.reshape(active.shape + (1,) * (a.ndim - 1)), a, b), new, st)
@@ -240,7 +236,7 @@ def _run_compacting(run, st, X, y, S_ref, alpha, devices):
     m = len(devices)
     mesh = Mesh(np.asarray(devices), ("instances",)) if m > 1 else None
     B = X.shape[0]
-    final = {key: np.array(v) for key, v in jax.device_get(st).items()}
+    final = jax.tree.map(np.array, jax.device_get(st))
     idx = np.arange(B)  # the instance of each row of the current batch
     rows = np.arange(B)
     while True:
@@ -259,8 +255,8 @@ def _run_compacting(run, st, X, y, S_ref, alpha, devices):
         for r in np.flatnonzero(out["code"] != _RUNNING):  # copies: the first row of each instance
             if idx[r] not in stopped:
                 stopped.add(idx[r])
-                for key in final:
-                    final[key][idx[r]] = out[key][r]
+                for whole, part in zip(jax.tree.leaves(final), jax.tree.leaves(out)):
+                    whole[idx[r]] = part[r]
         running = [r for r in np.flatnonzero(out["code"] == _RUNNING) if idx[r] not in stopped]
         _, first = np.unique(idx[running], return_index=True)
         rows = np.asarray(running, dtype=int)[first]
@@ -303,7 +299,7 @@ def _run_streams(run, st, X, y, S_ref, alpha, device, streams: int):
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=streams) as pool:
         parts = list(pool.map(job, range(B)))
-    return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+    return jax.tree.map(lambda *p: np.concatenate(p), *parts)
 
 
 def gamp_rie_batch(X, y, rho: float, *, channel: str = "softmax", beta: float = 1.0, noise: float = 0.0,
@@ -394,17 +390,16 @@ def gamp_rie_batch(X, y, rho: float, *, channel: str = "softmax", beta: float = 
         raise _checks.ArgumentTypeError(f"devices must be a non-empty sequence of JAX devices, got {devices!r}")
     loop = _program(p0.half_step, o, p0.rho, p0.has_truth, one_at_a_time=_one_at_a_time(devices))
     dt = p0.X.dtype
-    n, T, d = p0.X.shape
-    st = dict(
-        S_hat=jnp.stack([s.S_hat for _, s in starts]), c=jnp.full((B,), o.c_init, dt),
-        Gamma=jnp.zeros((B, n, T, T), dt), omega=jnp.zeros((B, n, T, T), dt), V=jnp.full((B,), o.c_init, dt),
-        damping=jnp.full((B,), o.damping, jnp.float64), residual=jnp.full((B,), jnp.inf),
-        grow=jnp.zeros((B,), int), best_residual=jnp.full((B,), jnp.inf), best_it=jnp.zeros((B,), int),
-        it=jnp.zeros((B,), int), k=jnp.zeros((B,), int), hist=jnp.full((B, o.max_iter, len(_FIELDS)), jnp.nan),
-        code=jnp.zeros((B,), int), last=jnp.full((B, 5), jnp.nan), last_grow=jnp.zeros((B,), int),
-        last_best=jnp.full((B,), jnp.inf), last_best_it=jnp.zeros((B,), int),
-    )
-    st["S_prev"] = st["S_hat"]
+    # the batch's state: the kernel's start of each instance (gamp_rie_start's), stacked; the loop's own
+    # carry beside it (the history, its length k, the stop code, the last iteration's record)
+    kinds = dict(c=dt, V=dt, damping=jnp.float64, residual=jnp.float64, grow=int, best_residual=jnp.float64,
+                 best_it=int, it=int)
+    state = _amp.GampRieState(*(
+        jnp.asarray(np.stack([np.asarray(getattr(s, f)) for _, s in starts]), kinds.get(f))
+        for f in _amp.GampRieState._fields))
+    record = _pack(_amp.GampRieRecord(*(np.full((B,), v) for v in _amp.GampRieRecord(it=0))))
+    st = dict(state=state, k=jnp.zeros((B,), int), hist=jnp.full((B, o.max_iter, len(_FIELDS)), jnp.nan),
+              code=jnp.zeros((B,), jnp.int32), record=record)
     Xb = jnp.stack([p.X for p in problems])
     yb = jnp.stack([p.y for p in problems])
     S_ref = jnp.stack([p.S_ref for p in problems])
@@ -415,28 +410,12 @@ def gamp_rie_batch(X, y, rho: float, *, channel: str = "softmax", beta: float = 
             out = _run_streams(run, st, Xb, yb, S_ref, alpha, devices[0], min(B, streams or _cores()))
         else:
             out = _run_compacting(run, st, Xb, yb, S_ref, alpha, devices)
-    policy = _amp.GampRieStopPolicy.from_options(o, p0.rho)
     results = []
     for b in range(B):
         k = int(out["k"][b])
         hist = _amp.GampRieHistory(**{f: np.asarray(out["hist"][b, :k, i], dtype=float) for i, f in enumerate(_FIELDS)})
-        q_hat, delta, c, residual, ratio = (float(v) for v in out["last"][b])
-        code = int(out["code"][b])
-        record = _amp.GampRieRecord(
-            it=int(out["it"][b]), q_hat=q_hat, delta=delta, mmse_pred=c, residual=residual, nishimori_ratio=ratio,
-            damping=float(hist.damping[-1]) if k else 0.0,
-            prior_input_finite=code != _R_NONFINITE, estimate_finite=code != _ESTIMATE,
-            denoised=code not in (_Q_HAT, _R_NONFINITE), grow=int(out["last_grow"][b]),
-            best_residual=float(out["last_best"][b]), best_it=int(out["last_best_it"][b]))
-        status = _amp.gamp_rie_stop(policy, record, hist.residual)
-        starts = tuple(x.format(it=record.it) for x in _SENTENCE.get(code, ()))
-        if status is None or not status.startswith(starts):  # pragma: no cover - device and host disagree
-            raise RuntimeError(f"instance {b}: the device stopped on rule {code} at iteration {record.it} "
-                               f"where gamp_rie_stop says {status!r}")
-        consistent, consistency = _amp.gamp_rie_self_check(problems[b].X, hist.nishimori_ratio)
-        results.append(_amp.GampRieResult(
-            S_hat=jnp.asarray(out["S_hat"][b]), mmse_pred=float(out["c"][b]),
-            error=float(hist.error[-1]) if k else float("nan"), converged=status == "converged",
-            diverged=status.startswith("diverged"), n_iter=int(out["it"][b]), status=status, history=hist,
-            consistent=consistent, consistency=consistency))
+        record = _unpack(out["record"], b)
+        state = _amp.GampRieState(*(v[b] for v in out["state"]))
+        results.append(_kernel.finish(problems[b], state._replace(S_hat=jnp.asarray(state.S_hat)), hist,
+                                      out["code"][b], record))
     return results

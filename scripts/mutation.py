@@ -88,6 +88,7 @@ MODULES = {
                                                             _hostile("state_evolution")]),
     "amp": ("aim_tutorial/amp.py", ["tests/test_amp.py", _hostile("amp")]),
     "amp_device": ("aim_tutorial/amp_device.py", ["tests/test_amp_device.py", _hostile("amp_device")]),
+    "amp_kernel": ("aim_tutorial/amp_kernel.py", ["tests/test_amp.py", "tests/test_amp_device.py"]),
     "model": ("aim_tutorial/model.py", ["tests/test_model.py", _hostile("model")]),
     "gd": ("aim_tutorial/gd.py", ["tests/test_gd.py", _hostile("gd")]),
     "deep": ("aim_tutorial/deep.py", ["tests/test_deep.py", _hostile("deep")]),
