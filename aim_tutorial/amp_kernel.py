@@ -28,11 +28,17 @@ from __future__ import annotations
 import enum
 import importlib
 import math
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+if TYPE_CHECKING:  # the aliases that __getattr__ below resolves at run time (amp imports this module)
+    from .amp import GampRieOptions as Options
+    from .amp import GampRieRecord as Record
+    from .amp import GampRieState as State
+    from .amp import GampRieStopPolicy as StopPolicy
 
 __all__ = ["Options", "Record", "State", "Status", "StopPolicy", "advance", "finish", "init", "step", "stop_code"]
 
