@@ -604,6 +604,65 @@ def test_sigmoid_refuses_beta_zero():
         aim.log_partition("sigmoid", y, np.zeros((2, 2)), 0.5, beta=0.0)
 
 
+def test_sigmoid_saturates_at_53_log_2():
+    """Float64 sigmoid outputs round to exactly 1 from s = beta h - log T = 53 log 2 = 36.74 on (1 - y ~ e^-s
+    falls below half an ulp of 1, 2^-54): the channel's saturation point is that value, to the bisection
+    between adjacent doubles (1e-12 relative), on every backend (the other end, y = 0, depends on whether
+    the backend keeps subnormal results: -708.4 on XLA's CPU, -744.4 with subnormals)."""
+    T, beta = 2, 8.0
+    st_ = aim.channels.get("sigmoid").structure(T, beta)
+    s_hi = float(st_.flat_a[1]) * beta - math.log(T)
+    s_lo = float(st_.flat_b[0]) * beta - math.log(T)
+    assert s_hi == pytest.approx(53 * math.log(2), rel=1e-12)
+    assert -744.5 < s_lo < -708.3
+    assert float(jax.nn.sigmoid(s_hi)) == 1.0 and float(jax.nn.sigmoid(np.nextafter(s_hi, 0.0))) < 1.0
+
+
+@pytest.mark.parametrize("beta", [8.0, 16.0])
+def test_sigmoid_is_the_linear_channel_censored_where_float64_rounds_to_one(beta):
+    """What float64 sigmoid outputs lose (chapter 4, "What float64 sigmoid outputs lose"): the model is the
+    linear channel for every beta, its float64 outputs are the Gaussian censored from above at
+    h_sat = (53 log 2 + log T) / beta. The sigmoid's state evolution is that of the map min(h, h_sat) through
+    analyse (measured gap 0 on 33 points; bound 1e-12, the noiseless quadrature's accuracy), above the
+    linear curve (gap 8.6e-4 at beta = 8, 2.6e-2 at beta = 16); its threshold is (2 rho - rho^2) over the
+    count of exact entries 2T(1 - p_diag) + T(T - 1)(1 - p_off) (1e-12)."""
+    T, rho = 2, 0.5
+    h_sat = float(aim.channels.get("sigmoid").structure(T, beta).flat_a[1])
+    censored = aim.elementwise_channel(lambda h: jnp.minimum(h, h_sat), name="min(h, h_sat)")
+    a = np.linspace(1e-3, 0.32, 33)
+    sig = aim.solve_state_evolution(a, rho, T=T, channel="sigmoid", beta=beta).mmse
+    cen = aim.solve_state_evolution(a, rho, T=T, channel=censored).mmse
+    lin = aim.solve_state_evolution(a, rho, T=T, channel="linear").mmse
+    assert np.max(np.abs(sig - cen)) < 1e-12
+    assert np.max(sig - lin) > 1e-4 and np.min(sig - lin) > -1e-12
+    Q0 = 1 + rho
+    p_d, p_o = norm.sf(h_sat / math.sqrt(2 * Q0)), norm.sf(h_sat / math.sqrt(Q0))
+    want = (2 * rho - rho**2) / (2 * T * (1 - p_d) + T * (T - 1) * (1 - p_o))
+    got = aim.perfect_recovery_threshold(rho, T, channel="sigmoid", beta=beta)
+    assert got == pytest.approx(want, rel=1e-12) and got > aim.perfect_recovery_threshold(rho, T, channel="linear")
+
+
+from hypothesis import given, settings, HealthCheck  # noqa: E402
+from hypothesis import strategies as hst  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(beta=hst.floats(0.05, 200.0), T=hst.integers(2, 6), u=hst.floats(0.0, 1.0))
+def test_property_sigmoid_outputs_keep_h_below_saturation(beta, T, u):
+    """For any beta and T: y = 1 exactly from h_sat on (the channel's flat), y < 1 just below it, and below
+    h_sat (s > 5 there) the logit of the float64 y gives h back to within 2 ulp(1) e^s / beta, the last place
+    of y over the slope beta y (1 - y) (measured 1.53 of one ulp at most on 4e6 Gaussian entries at beta = 8):
+    the information the float64 outputs keep, and the censoring the state evolution accounts for."""
+    h_sat = float(aim.channels.get("sigmoid").structure(T, beta).flat_a[1])
+    assert float(jax.nn.sigmoid(beta * h_sat - math.log(T))) == 1.0
+    s = 5.0 + u * (53 * math.log(2) - 5.0) * (1 - 1e-9)  # s in [5, s_sat)
+    h = (s + math.log(T)) / beta
+    y = float(jax.nn.sigmoid(beta * h - math.log(T)))
+    assert y < 1.0
+    back = (math.log(y) - math.log1p(-y) + math.log(T)) / beta
+    assert abs(back - h) <= 2 * 2.0**-53 * math.exp(beta * h - math.log(T)) / beta + 8 * 2.0**-53 * abs(h)
+
+
 # ---------------------------------------------------------------------------
 # second triage: flat ends far out, flats that start above their value, a plateau narrower than
 # sqrt(v), outputs an ulp off a flat value, maps without flats, omega = 0, the nodes' lower bounds
