@@ -772,7 +772,8 @@ def label_space_error(q, rho: float, T: int = 2, *, channel="softmax", beta: flo
     the ``T^2`` entries of ``y``. Hardmax (T = 2) in closed form,
     ``1 - (2/pi) arcsin(t / (1 + t))``, ``t = q / V'``; softmax T = 2 by nested
     composite Gauss-Legendre quadrature, refined at the sigmoid's step (accurate to 1e-10 up to
-    ``beta = 1000``); softmax ``T > 2`` by Monte Carlo (``key`` required).
+    ``beta = 1000``); softmax ``T > 2`` and the generic channel (:func:`aim_tutorial.generic_channel`)
+    by Monte Carlo (``key`` required); elementwise channels by quadrature, panelled at the kinks of the map.
 
     Args:
         q: overlap(s) from :func:`solve_state_evolution`, in ``[0, Q0]`` (finite, scalar or array); at

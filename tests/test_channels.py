@@ -1,6 +1,7 @@
 """Tests of aim_tutorial.channels: scores are gradients of log Z_out, closed forms, tails, Nishimori."""
 
 import math
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -767,6 +768,38 @@ def test_generic_channel_output_on_one_matrix_and_on_batches(key):
     h = np.asarray(ch.symmetric_gaussian(key, (2, 3, 2, 2))) + 3 * np.eye(2)
     np.testing.assert_allclose(c.output(h[0, 0], 1.0), np.linalg.inv(h[0, 0]), rtol=1e-12)
     np.testing.assert_allclose(c.output(h, 1.0), np.linalg.inv(h), rtol=1e-12)
+
+
+_SOFTMAX_B1 = partial(aim.softmax, beta=1.0)  # one function object: one compilation
+
+
+@pytest.mark.parametrize("q, noise", [(0.4, 0.0), (1.1, 0.2)])
+def test_generic_channel_error_on_the_outputs_is_the_softmax_one(key, q, noise):
+    """label_space_error of the generic channel (Monte Carlo, generic_label_mc) on the softmax map at T = 2
+    against the softmax channel's quadrature (1e-10): within 4 of the standard errors it reports, and
+    those standard errors match the spread over 6 independent keys (ratio within [0.4, 2.5], the range of
+    a 6-sample standard deviation's ratio to the true one with 99 % probability)."""
+    rho = 0.5
+    c = aim.generic_channel(_SOFTMAX_B1, 0.1, n_samples=64, n_omega=64)
+    ref = aim.label_space_error(q, rho, 2, channel="softmax", beta=1.0, noise=noise)
+    got = aim.label_space_error(q, rho, 2, channel=c, noise=noise, key=key, n_samples=64 * 4096)
+    Vp = 1 + rho - q + noise / 2
+    m, se = _generic.generic_label_mc(_SOFTMAX_B1, key, q, Vp, 2, 4096)
+    assert got == m and abs(got - ref) < 4 * se, (got, ref, se)
+    reps = [_generic.generic_label_mc(_SOFTMAX_B1, k, q, Vp, 2, 4096)[0] for k in jax.random.split(key, 6)]
+    assert 0.4 < np.std(reps, ddof=1) / se < 2.5, (np.std(reps, ddof=1), se)
+
+
+def test_generic_channel_error_on_the_outputs_needs_a_key_and_valid_sizes(key):
+    """The generic channel's error on the outputs is a Monte Carlo average: without a key a ValueError
+    naming key; generic_label_mc refuses q < 0, Vp <= 0, T < 2 and n_omega < 1 by name."""
+    c = aim.generic_channel(_SOFTMAX_B1, 0.1, n_samples=64, n_omega=64)
+    with pytest.raises(ValueError, match="key must be a jax.random key"):
+        aim.label_space_error(0.4, 0.5, 2, channel=c)
+    for kw, name in (({"q": -0.1}, "q"), ({"Vp": 0.0}, "Vp"), ({"T": 1}, "T"), ({"n_omega": 0}, "n_omega")):
+        args = {"q": 0.4, "Vp": 0.5, "T": 2, "n_omega": 8, **kw}
+        with pytest.raises(ValueError, match=rf"\b{name}\b"):
+            _generic.generic_label_mc(_SOFTMAX_B1, key, **args)
 
 
 def test_generic_channel_state_evolution_grid_and_its_clamp():
