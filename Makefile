@@ -184,7 +184,7 @@ mutation-ci: install
 # browser more than it computes (469 tests, 2 workers: 457 s wall for 250 CPU-s on 2 shared cores).
 browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
-	$(BIN)/python -m pytest tests/browser -q -p no:cacheprovider -n $(JOBS)
+	$(BIN)/python -m pytest tests/browser -q -p no:cacheprovider -n $(JOBS) --dist loadgroup
 
 # From a clean _build, warnings as errors, nitpicky. Every page is executed afresh,
 # JOBS at a time, into a new cache (scripts/execute_chapters.py), from which the build

@@ -41,3 +41,17 @@ def browser():
 def rendered(browser, book_server):
     """`rendered(page)`: the PageReport of a page of the book (each page loaded once)."""
     return Renderer(browser, book_server)
+
+
+def pytest_collection_modifyitems(items):
+    """Keep every check of one page, opened one way, on one pytest-xdist worker.
+
+    `rendered` loads a page once a worker (Renderer); with plain `--dist load` the checks of
+    a page are spread over the workers, so each of them loaded, typeset and screenshot most
+    pages. The group (page, how it is opened) is honoured by `--dist loadgroup`
+    (make browser), and without xdist it changes nothing.
+    """
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if "rendered" in getattr(item, "fixturenames", ()) and "page" in params:
+            item.add_marker(pytest.mark.xdist_group(f"{params['page']}@{params.get('book_server', '')}"))
