@@ -15,6 +15,9 @@ function of V). Row kinds:
 ``qhat``    (``--part qhat``) ``q_hat / alpha`` at given ``(V_1, V_2)`` (``q_12 = sqrt(rho_1 rho_2)``), by the
             rule with ``n_nodes`` (column) and by the inner Monte Carlo of the package with ``n_inner``
             (column, ``n_nodes = 0``), on the same outer draws, and the standard errors over them;
+``pair``    (``--part pair``) the same comparison per outer draw: qh* the mean over the draws of the Monte Carlo's
+            per-draw ``q_hat / alpha`` minus the quadrature's, se* the standard error of that mean (the paired
+            difference: the inner Monte Carlo's bias and noise, without the outer draws' spread);
 ``conv``    (``--part conv``) ``q_hat / alpha`` against ``n_nodes`` at given V, same outer draws: the rule's error.
 
 rho = (0.5, 0.5), beta = 1, noiseless, T = 2, c = 1 throughout. Usage:
@@ -44,7 +47,7 @@ COLS = ["kind", "x", "alpha", "n_omega", "n_nodes", "n_inner", "V1", "V2", "qh11
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--part", choices=("se", "qhat", "conv"), default="se")
+    p.add_argument("--part", choices=("se", "qhat", "pair", "conv"), default="se")
     p.add_argument("--n-omega", type=int, default=400)
     p.add_argument("--n-nodes", type=int, default=32)
     p.add_argument("--max-iter", type=int, default=120)
@@ -90,6 +93,26 @@ def main(argv=None):
     key = jax.random.key(a.seed)
     Q0 = deep.limit_overlap_matrix(RHOS)
     K1 = T_SE * T_SE + T_SE - 2
+
+    if a.part == "pair":
+        V = tuple(a.V)
+        q = Q0 - np.diag(V)
+        Cd = np.array([2.0, 1.0, 2.0])
+        t0, diffs = time.time(), []
+        for b, start in enumerate(range(0, a.n_omega, deep._BATCH)):
+            m = min(deep._BATCH, a.n_omega - start)
+            kb = jax.random.fold_in(key, b)
+            G = np.asarray(deep._q_hat_quad_batch(kb, q[0, 0], q[1, 1], q[0, 1], *V, 1.0, C_SE, T=T_SE, n_omega=m,
+                                                  n_nodes=a.n_nodes, sub=min(m, deep._quad_batch_size(2, a.n_nodes))))
+            GA, GB = deep._q_hat_batch(kb, q[0, 0], q[1, 1], q[0, 1], *V, 1.0, C_SE, T=T_SE, n_omega=m,
+                                       n_inner=a.n_inner)
+            Hm = np.einsum("nlk,k,nmk->nlm", np.asarray(GA), Cd, np.asarray(GB))
+            diffs.append(Hm + np.swapaxes(Hm, -1, -2) - 2 * np.einsum("nlk,k,nmk->nlm", G, Cd, G))
+        d = np.concatenate(diffs)
+        mu, se = d.mean(axis=0), d.std(axis=0) / np.sqrt(d.shape[0])
+        write(["pair", nan, 1.0, a.n_omega, a.n_nodes, a.n_inner, V[0], V[1], mu[0, 0], mu[0, 1], mu[1, 1],
+               se[0, 0], se[0, 1], se[1, 1], "", 0, nan, time.time() - t0])
+        return
 
     if a.part in ("qhat", "conv"):
         V = tuple(a.V)

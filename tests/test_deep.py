@@ -792,30 +792,33 @@ def test_quadrature_bad_input_names_the_argument(key):
 
 def test_quadrature_reconciles_q_hat_at_V_one():
     """Issue 46: at V = (1, 1) (q = Q0 - I, T = 2, beta = c = 1, key 11) the package's Monte Carlo gave
-    q_hat / alpha = [1.388, 0.016, 3.246] (deep_se.csv, n_omega = 2000) and an independent evaluation
-    [1.306, 0.024, 3.238] +- 0.05. The data file deep_se_quad.csv holds the quadrature on the same 2000 outer
-    draws (paired: the difference is the inner Monte Carlo's) and on 16384 draws. Checked: the package's value
-    is reproduced exactly by today's code path (the MC row of the file), the paired quadrature differs from it
-    by less than 3 times the Monte Carlo's inner noise bound (its own outer stderr / 5, measured spread of
-    the paired differences is smaller), and the 16384-draw value agrees with both Monte Carlo values within
-    3 combined standard errors."""
-    from aim_tutorial import datafiles
-
-    rows = [r for r in _rows("deep_se_quad.csv") if r["kind"] == "qhat" and float(r["V1"]) == 1.0]
+    q_hat / alpha = [1.388, 0.016, 3.246] +- [0.050, 0.044, 0.065] (deep_se.csv, 2000 outer draws, M = 2048)
+    and an independent evaluation [1.306, 0.024, 3.238] +- 0.05. deep_se_quad.csv holds the deterministic rule
+    (N = 128 cells a direction, converged there) on the same 2000 draws, on 16384 draws, and the paired
+    per-draw difference. Checked: today's code reproduces the stored value; the rule with 16384 draws agrees
+    with the independent evaluation within 2 combined standard errors on every entry and with the stored value
+    within 2 as well (a fluctuation, 1 to 2 on q_hat_11); the stored excess on q_hat_11 is the inner Monte
+    Carlo's paired difference plus its 2000 draws' deviation, the latter within 2 of their standard error."""
+    rows = [r for r in _rows("deep_se_quad.csv") if r["kind"] in ("qhat", "pair") and float(r["V1"]) == 1.0]
     old = [r for r in _rows("deep_se.csv") if r["kind"] == "qhat" and float(r["V1"]) == 1.0][0]
-    mc2000 = [r for r in rows if int(float(r["n_nodes"])) == 0 and int(float(r["n_omega"])) == 2000][0]
-    q2000 = [r for r in rows if int(float(r["n_nodes"])) > 0 and int(float(r["n_omega"])) == 2000][0]
-    qbig = max((r for r in rows if int(float(r["n_nodes"])) > 0), key=lambda r: float(r["n_omega"]))
-    for k in ("qh11", "qh12", "qh22"):
-        assert abs(float(mc2000[k]) - float(old[k])) < 1e-4 * max(1.0, abs(float(old[k])))
-        s = "se" + k[2:]
-        assert abs(float(qbig[k]) - float(old[k])) < 3 * np.hypot(float(qbig[s]), float(old[s]))
-    assert datafiles is not None and float(q2000["n_omega"]) == 2000
+    ent, ses = ("qh11", "qh12", "qh22"), ("se11", "se12", "se22")
+    vec = lambda r, ks=ent: np.array([float(r[k]) for k in ks])  # noqa: E731
+    qrows = [r for r in rows if r["kind"] == "qhat"]
+    mc2000 = [r for r in qrows if int(float(r["n_nodes"])) == 0 and int(float(r["n_omega"])) == 2000][0]
+    q2000 = [r for r in qrows if int(float(r["n_nodes"])) > 0 and int(float(r["n_omega"])) == 2000][0]
+    qbig = max((r for r in qrows if int(float(r["n_nodes"])) > 0), key=lambda r: float(r["n_omega"]))
+    pair = [r for r in rows if r["kind"] == "pair"][0]
+    np.testing.assert_allclose(vec(mc2000), vec(old), rtol=1e-5, atol=1e-7)
+    indep = np.array([1.306, 0.024, 3.238])
+    assert np.all(np.abs(vec(qbig) - indep) < 2 * np.hypot(vec(qbig, ses), 0.05))
+    z_old = (vec(old) - vec(qbig)) / np.hypot(vec(old, ses), vec(qbig, ses))
+    assert np.all(np.abs(z_old) < 2) and z_old[0] > 1
+    assert abs(float(old["qh11"]) - float(q2000["qh11"]) - float(pair["qh11"])) < 1e-5  # (files: 6-7 digits)
+    assert abs(float(q2000["qh11"]) - float(qbig["qh11"])) < 2 * float(q2000["se11"])
 
 
 def _rows(name):
     from aim_tutorial import datafiles
 
     f = datafiles.read(datafiles.packaged(name))
-    n = len(next(iter(f.table.values())))
-    return [{k: v[i] for k, v in f.table.items()} for i in range(n)]
+    return [dict(zip(f.table.dtype.names, r.tolist())) for r in f.table]
