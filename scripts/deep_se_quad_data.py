@@ -57,6 +57,10 @@ def main(argv=None):
     p.add_argument("--V", type=float, nargs=2, default=(1.0, 1.0), help="(V_1, V_2) of --part qhat / conv")
     p.add_argument("--nodes", type=int, nargs="+", default=(16, 24, 32, 48, 64), help="n_nodes of --part conv")
     p.add_argument("--n-inner", type=int, default=2048, help="inner Monte Carlo of --part qhat")
+    p.add_argument("--bisect", type=float, nargs=2, metavar=("X_LO", "X_HI"), default=None,
+                   help="only the bisection, from this bracket (X_LO a fixed point, X_HI none), with --V-start")
+    p.add_argument("--V-start", type=float, nargs=2, default=None, help="(V_1, V_2) to start from (the fixed "
+                   "point at X_LO)")
     p.add_argument("--append", action="store_true")
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "aim_tutorial", "data",
                                                "deep_se_quad.csv"))
@@ -144,8 +148,12 @@ def main(argv=None):
                st, int(r.iterations[0]), float(r.residual[0]), time.time() - t0])
         return st, V
 
-    start, results = None, []
-    for x in a.x:
+    if a.bisect is not None:
+        results = [(a.bisect[0], "fixed point", np.asarray(a.V_start)), (a.bisect[1], "max_iter", None)]
+    else:
+        results = []
+    start = None if a.V_start is None else tuple(a.V_start)
+    for x in [] if a.bisect is not None else a.x:
         st, V = point(x, start, "se")
         results.append((x, st, V))
         if st == "fixed point":
