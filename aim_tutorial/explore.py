@@ -273,7 +273,8 @@ def error_curve_explorer(tables: Tables | None = None, width: int = 460, height:
     read at the table's end, and the read-out says so. The dotted rule is ``alpha_PR``
     (noiseless, every channel but hardmax); for the noiseless hardmax channel the dashed
     curve is the one the published score gives. The sigmoid channel draws the linear
-    curve (its map is invertible) and says so.
+    curve (its map is invertible: the curve of outputs kept exactly, where float64 ones
+    saturate at large beta) and says so.
     """
     alt = _alt()
     tab = load_tables() if tables is None else tables
@@ -336,7 +337,7 @@ def error_curve_explorer(tables: Tables | None = None, width: int = 460, height:
     pr = pr.properties(name="alpha_pr")
     readout = (one.transform_calculate(
         text="(channel == 'hardmax' && T != 2 ? 'hardmax: tabulated at T = 2 only' : "
-             "channel == 'sigmoid' ? 'sigmoid: invertible, the linear curve' : '') + "
+             "channel == 'sigmoid' ? 'sigmoid: the linear curve (exact outputs)' : '') + "
              "(alpha_from > alpha_to ? ((channel == 'hardmax' && T != 2) || channel == 'sigmoid' ? "
              "'\\n' : '') + '“α from” is above “α to”: drawn between them' : '')")
         .mark_text(align="left", baseline="top", x=8, y=6, fontSize=FONT_SIZE, color="#a00",
