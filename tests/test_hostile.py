@@ -109,6 +109,7 @@ KINDS = {
     "int1": lambda v: _bad_int(1),
     "int2": lambda v: _bad_int(2),
     "int1_or_none": lambda v: [b for b in _bad_int(1) if b is not None],  # None: the default
+    "int2_or_none": lambda v: [b for b in _bad_int(2) if b is not None],
     "key": lambda v: _bad_key(),
     "choice": lambda v: _bad_choice(),
     "array": _bad_array,
@@ -275,7 +276,7 @@ SPECS = [
     ("deep_q_hat", deep.deep_q_hat, dict(key=K, alpha=0.5, q=np.eye(2) * 0.5, V=np.array([0.5, 0.5]),
                                          n_omega=16, n_inner=16),
      {"key": "key", "alpha": "nonneg", "q": "sym", "V": "array", "T": "int2", "beta": "nonneg", "c": "real",
-      "n_omega": "int1", "n_inner": "int1", "n_nodes": "int2"}),
+      "n_omega": "int1", "n_inner": "int1", "n_nodes": "int2_or_none"}),
     ("upper_triangle", replica.upper_triangle, dict(h=H0), {"h": "array"}),
     ("psi_denoising", se_module.psi_denoising, dict(q_hat=2.0, rho=0.5),
      {"q_hat": "nonneg_or_array", "rho": "pos"}),
