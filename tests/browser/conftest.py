@@ -54,4 +54,4 @@ def pytest_collection_modifyitems(items):
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         if "rendered" in getattr(item, "fixturenames", ()) and "page" in params:
-            item.add_marker(pytest.mark.xdist_group(f"{params['page']}@{params.get('book_server', '')}"))
+            item.add_marker(pytest.mark.xdist_group(f"{params['page']}|{params.get('book_server', '')}"))
