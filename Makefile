@@ -76,20 +76,23 @@ book: install
 	    status=$$?; rm -f .dev_config_book.yml; exit $$status
 	@echo "book: open _build/html/index.html"
 
-# The Colab environments are made first, in the background (mostly downloads), while the other
-# steps run. Once the book is built, the Colab runs (both environments, one notebook at a time)
-# go on in the background beside the steps that leave a core idle (the browser test, the
-# PDFs); make test waits for them at the end and prints their log. COLAB_JOBS notebooks at a time.
+# The Colab environment is made first, in the background (mostly downloads), while the other
+# steps run. Once the book is built, the Colab run (one notebook at a time) goes on in the
+# background beside the steps that leave a core idle (the browser test, the PDFs); make test
+# waits for it at the end and prints its log. COLAB_JOBS notebooks at a time. make test runs the
+# notebooks in the versions Colab ships (TEST_COLAB_ENVS); the run with the newest releases
+# (`COLAB_ENVS=newest make colab-run`) is the weekly job of .github/workflows/colab-newest.yml.
 COLAB_JOBS ?= 1
+TEST_COLAB_ENVS ?= shipped
 # the site's pages link its downloads (_ext/aim_site.py), which the browser test checks
 test: export AIM_SITE = 1
 test: install
 	@mkdir -p $(COLAB_OUT)
-	OUT=$(COLAB_OUT) JOBS=$(COLAB_JOBS) COLAB_STAGE=prepare bash scripts/colab_check.sh \
+	OUT=$(COLAB_OUT) JOBS=$(COLAB_JOBS) COLAB_ENVS="$(TEST_COLAB_ENVS)" COLAB_STAGE=prepare bash scripts/colab_check.sh \
 	    > $(COLAB_OUT)/prepare.log 2>&1 &
 	$(MAKE) lint lint-workflows dist unit mutation-ci build-strict
 	@set -e; start=$$(date +%s); \
-	OUT=$(COLAB_OUT) JOBS=$(COLAB_JOBS) COLAB_STAGE=run setsid bash scripts/colab_check.sh \
+	OUT=$(COLAB_OUT) JOBS=$(COLAB_JOBS) COLAB_ENVS="$(TEST_COLAB_ENVS)" COLAB_STAGE=run setsid bash scripts/colab_check.sh \
 	    > $(COLAB_OUT)/run.log 2>&1 & colab=$$!; \
 	trap 'kill -- -$$colab 2>/dev/null || true' EXIT; \
 	echo "colab-run: started in the background (log: $(COLAB_OUT)/run.log)"; \

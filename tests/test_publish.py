@@ -256,3 +256,16 @@ def test_release_check(tmp_path):
     _git(repo, "tag", "v1.3.0", "HEAD~1")
     done = _release_check(repo)
     assert done.returncode == 1 and "[project] table" in done.stderr
+
+
+def test_colab_runs_shipped_in_make_test_and_newest_weekly():
+    """make test runs the Colab notebooks in the versions Colab ships; the newest releases are
+    the weekly workflow's (the same script), so that neither is left out."""
+    make = (ROOT / "Makefile").read_text()
+    assert re.search(r"^TEST_COLAB_ENVS \?= shipped$", make, re.M)
+    assert make.count('COLAB_ENVS="$(TEST_COLAB_ENVS)"') == 2  # prepare and run
+    wf = yaml.safe_load((WORKFLOW.parent / "colab-newest.yml").read_text())
+    on = wf[True] if True in wf else wf["on"]
+    assert "schedule" in on and "workflow_dispatch" in on
+    runs = [s.get("run", "") for s in wf["jobs"]["newest"]["steps"]]
+    assert "COLAB_ENVS=newest make colab-run" in runs
