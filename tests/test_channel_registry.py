@@ -134,14 +134,15 @@ def _moments(ch, key, T, q, Vp, beta, n=40_000):
     def score(w):
         return ch.score(y, w, Vp, beta, "exact")
 
-    G = score(omega)
+    # jitted: op by op, the score and its three derivatives took 41 s with label noise (8 s jitted)
+    score_jvp = jax.jit(lambda w, e: jax.jvp(score, (w,), (e,)))
     iu, ju = np.triu_indices(T)
     sq = np.zeros(n)
     der = np.zeros(n)
     for a, b in zip(iu, ju):
         E = np.zeros((T, T))
         E[a, b] = E[b, a] = 1.0
-        dG = jax.jvp(score, (omega,), (jnp.broadcast_to(E, omega.shape),))[1]
+        G, dG = score_jvp(omega, jnp.broadcast_to(E, omega.shape))
         if a == b:
             sq += 4 * np.asarray(G[:, a, a]) ** 2
             der += -4 * np.asarray(dG[:, a, a])

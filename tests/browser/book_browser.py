@@ -3,7 +3,9 @@ offline in Chromium.
 
 Environment variables:
   AIM_BOOK_HTML         the built HTML book (default: <repo>/_build/html)
-  AIM_BOOK_SCREENSHOTS  where the full-page screenshots go (default: <html>/../screenshots)
+  AIM_BOOK_SCREENSHOTS  where the full-page screenshots go (default: <html>/../screenshots);
+                        "off": none (make test: a full-page screenshot of a long chapter took
+                        9-10 s, most of the time of loading it, and CI keeps none of them)
 
 Chromium is Debian's (`chromium` on the PATH), driven by Playwright; no browser is
 downloaded. Every page is opened both ways a reader opens the book (OPENED): from a local
@@ -28,7 +30,8 @@ from bs4 import BeautifulSoup
 
 REPO = Path(__file__).resolve().parents[2]
 HTML_DIR = Path(os.environ.get("AIM_BOOK_HTML", REPO / "_build" / "html")).resolve()
-SHOTS_DIR = Path(os.environ.get("AIM_BOOK_SCREENSHOTS", HTML_DIR.parent / "screenshots")).resolve()
+SHOTS = os.environ.get("AIM_BOOK_SCREENSHOTS", str(HTML_DIR.parent / "screenshots"))
+SHOTS_DIR = None if SHOTS == "off" else Path(SHOTS).resolve()
 # How the book is opened: served over HTTP from 127.0.0.1, and from disk (file://).
 OPENED = ("served", "file")
 # The laptop case first (the text column is then about 700 px; the screenshots), then wider.
@@ -314,10 +317,11 @@ class Renderer:
             tab.evaluate(_WAIT_FOR_IMAGES, timeout_ms)
             for request in settle(tab, pending):
                 report.failed[request.url] = f"still loading after {PAGE_TIMEOUT_S} s"
-            opened = "" if self.base.startswith("http") else "file"   # from disk: a folder of its own
-            shot = SHOTS_DIR / opened / Path(page).with_suffix(".png")
-            shot.parent.mkdir(parents=True, exist_ok=True)
-            tab.screenshot(path=str(shot), full_page=True, timeout=timeout_ms)
+            if SHOTS_DIR is not None:
+                opened = "" if self.base.startswith("http") else "file"   # from disk: a folder of its own
+                shot = SHOTS_DIR / opened / Path(page).with_suffix(".png")
+                shot.parent.mkdir(parents=True, exist_ok=True)
+                tab.screenshot(path=str(shot), full_page=True, timeout=timeout_ms)
             tab.evaluate(_UNFOLD)
             for width in WIDTHS:
                 tab.set_viewport_size({"width": width, "height": HEIGHT})
