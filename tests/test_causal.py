@@ -43,7 +43,7 @@ def test_output_is_the_masked_softmax(key, T):
 def test_h_is_M_plus_one_constant_a_row(key, T):
     """h - M is constant on the support of each E_a (row a on and below the diagonal and its mirror)."""
     _, h, y = _draw(key, 5, T, 0.8, 0.5, 1.3)
-    D = np.asarray(h - causal._M(y, 1.3))
+    D = np.asarray(h - causal.log_ratio_matrix(y, 1.3))
     for i in range(T):
         for j in range(T):
             a = max(i, j)
@@ -55,7 +55,7 @@ def _log_z_direct(y, omega, Vp, beta):
     upper-triangle coordinates (variances 2V' on the diagonal, V' off it): an independent route."""
     T = omega.shape[-1]
     iu, ju = np.triu_indices(T)
-    r = np.asarray(causal._M(y, beta))[iu, ju] - omega[iu, ju]
+    r = np.asarray(causal.log_ratio_matrix(y, beta))[iu, ju] - omega[iu, ju]
     s2 = Vp * np.where(iu == ju, 2.0, 1.0)
     B = (np.maximum(iu, ju)[:, None] == np.arange(T)[None, :]).astype(float)  # E_a in coordinates
     P = np.diag(1 / s2)

@@ -16,7 +16,11 @@ says nothing). Hence ``q_hat / alpha = T(T-1) / V'`` and ``E log Z_out = -(T(T-1
 the state evolution of the causal softmax at ``alpha`` is the softmax's at
 ``alpha T(T-1) / (T^2 + T - 2)``, at every ``beta`` and noise, and its noiseless
 perfect-recovery threshold is ``(2 rho - rho^2) / (T(T-1))`` (:func:`counting.alpha_scale` with
-``kind="causal"``). ``T = 1`` carries no information. Chapter 8 (``book/08_attention_in_practice.md``).
+``kind="causal"``). ``T = 1`` carries no information. The error on the outputs is half the
+softmax's at ``T = 2`` (only row 2 is random), Monte Carlo beyond. There are no ``log_outputs``: the
+masked entries have ``log y = -inf``, and the softmax's log-outputs machinery is not extended to them
+(at large ``beta`` probabilities on and below the diagonal underflow and :func:`check_outputs` refuses
+them by name). Chapter 8 (``book/08_attention_in_practice.md``).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from .base import Channel, frob_sq, register, symmetric_gaussian
 __all__ = [
     "CAUSAL_SOFTMAX",
     "causal_softmax",
+    "log_ratio_matrix",
     "residual",
 ]
 
@@ -84,8 +89,22 @@ def _output(h, beta):
     return e / jnp.sum(e, axis=-1, keepdims=True)
 
 
-def _M(y, beta):
-    """``M`` with ``h = M + sum_a c_a E_a``: ``M_ab = M_ba = (log y_ab - log y_aa) / beta``, ``b <= a``."""
+def log_ratio_matrix(y, beta):
+    """``M`` with ``h = M + sum_a c_a E_a``: ``M_ab = M_ba = (log y_ab - log y_aa) / beta``, ``b <= a``.
+
+    Args:
+        y: causal-softmax outputs, shape ``(..., T, T)`` (JAX-traceable; not checked here: the
+            public functions that take ``y`` check it).
+        beta: inverse temperature ``> 0``.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from aim_tutorial.channels.causal import causal_softmax, log_ratio_matrix
+        >>> h = jnp.array([[0.3, 1.0], [1.0, -0.5]])
+        >>> M = log_ratio_matrix(causal_softmax(h), 1.0)   # h - M = c_1 E_1 + c_2 E_2
+        >>> [round(float(v), 6) for v in (M[1, 0], M[0, 1], M[1, 1])]
+        [1.5, 1.5, 0.0]
+    """
     T = y.shape[-1]
     L = _lower(T)
     logy = jnp.log(jnp.where(L, y, 1.0))  # the masked entries are never read
@@ -104,7 +123,7 @@ def residual(y, omega, beta):
     """``R = M + sum_a c*_a E_a - omega``: the part of ``M - omega`` that ``y`` measures."""
     T = omega.shape[-1]
     idx, norms = _block_of(T)
-    D = omega - _M(y, beta)
+    D = omega - log_ratio_matrix(y, beta)
     onehot = jax.nn.one_hot(idx, T, dtype=D.dtype)  # (T, T, T): [i, j, a] = 1 if (i, j) in E_a
     c = jnp.einsum("...ij,ija->...a", D, onehot) / norms
     return jnp.einsum("...a,ija->...ij", c, onehot) - D
