@@ -60,7 +60,7 @@ def _markdown(nb):
 
 
 def test_one_notebook_per_chapter():
-    assert len(CHAPTERS) == 8
+    assert len(CHAPTERS) == 9
     extra = {p.stem for p in (ROOT / "book").glob("*.ipynb")} - {p.stem for p in CHAPTERS}
     assert not extra, f"notebooks without a chapter: {extra}"
 
