@@ -80,7 +80,7 @@ from .amp import (  # noqa: F401
 )
 
 from . import deep  # noqa: F401  (chapter 7: aim.deep.*)
-from . import explore  # noqa: F401  (chapter 8: aim.explore.*; Altair is imported only to draw)
+from . import explore  # noqa: F401  (chapter 9: aim.explore.*; Altair is imported only to draw)
 from .deep import DeepGDResult, train_deep_gd  # noqa: F401
 
 def _version() -> str:

@@ -420,7 +420,7 @@ def scale() -> str:
 # Problem sizes of each chapter at each scale. A chapter reads its own entry
 # with ``sizes("model")``; add an entry here, never hard-code sizes in a chapter.
 _SIZES = {
-    "explore": {  # chapter 8: live state evolutions checked against aim_tutorial/data/explore_tables.csv
+    "explore": {  # chapter 9: live state evolutions checked against aim_tutorial/data/explore_tables.csv
         "smoke": dict(live_rhos=(0.5,), live_hardmax=False),
         "book": dict(live_rhos=(0.5, 1.0), live_hardmax=True),
         "paper": dict(live_rhos=(0.1, 0.5, 1.0, 2.0), live_hardmax=True),
@@ -490,6 +490,14 @@ _SIZES = {
                      n_omega_live=1000),
         "paper": dict(d_cov=100, n_cov=100000, d_live=60, n_init_live=8, steps_live=1000, x_live=(1.0, 2.0, 3.0),
                       n_omega_live=4000),
+    },
+    "practice": {  # chapter 8: live GAMP-RIE on causal data (d, T, alpha / alpha_PR, seeds); kurtosis samples
+        "smoke": dict(d_amp=100, T_amp=2, frac_amp=(0.6, 1.2), n_amp=1, n_kurt=100_000,
+                      n_tokens=20_000),
+        "book": dict(d_amp=100, T_amp=2, frac_amp=(0.6, 1.2), n_amp=1, n_kurt=100_000,
+                     n_tokens=50_000),
+        "paper": dict(d_amp=200, T_amp=2, frac_amp=(0.2, 0.4, 0.6, 0.8, 0.9, 1.1, 1.3), n_amp=2,
+                      n_kurt=1_000_000, n_tokens=200_000),
     },
     "rmt": {  # chapter 2: d_hist one spectrum; d_grid x seeds the finite-size rate; d_compare the estimator figure
         "smoke": dict(d_hist=100, d_grid=(50, 100, 200), seeds=2, d_compare=100, n_compare=3, d_tangent=100),

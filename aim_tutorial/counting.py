@@ -6,9 +6,10 @@ Two numbers recur through the book (chapter 4, eq. (bo-alpha-pr)). A symmetric
 ``d^2 / 2``, also the small-noise slope ``lim mmse_rho(Delta) / Delta`` of chapter 2. One sample
 determines, near perfect recovery, the ``T (T + 1) / 2`` independent entries of the symmetric
 index matrix ``h`` through an entrywise channel, one fewer through the softmax (``h + c 1 1^T``
-leaves every row's softmax unchanged): :func:`alpha_scale` is twice that count, the factor of
-``x = alpha alpha_scale(T)`` through which the error depends on ``alpha`` and ``T``
-(``T^2 + T - 2`` and ``T^2 + T``). This module imports nothing from the package, so every layer may use it.
+leaves every row's softmax unchanged), ``T (T - 1) / 2`` through the causal softmax (row ``a`` fixes
+its ``a`` entries ``h_ab``, ``b <= a``, up to a constant of its own): :func:`alpha_scale` is twice that
+count, the factor of ``x = alpha alpha_scale(T)`` through which the error depends on ``alpha`` and ``T``
+(``T^2 + T - 2``, ``T^2 + T`` and ``T^2 - T``). This module imports nothing from the package, so every layer may use it.
 """
 
 from __future__ import annotations
@@ -40,16 +41,18 @@ def dof_fraction(rho):
 
 
 def alpha_scale(T: int, kind: str = "softmax") -> int:
-    """The factor in ``x = alpha alpha_scale(T)``: ``T^2 + T - 2`` (softmax), ``T^2 + T`` (entrywise).
+    """The factor in ``x = alpha alpha_scale(T)``: ``T^2 + T - 2`` (softmax), ``T^2 + T`` (entrywise),
+    ``T^2 - T`` (causal softmax).
 
     Args:
         T: tokens a sequence, ``>= 1``.
-        kind: ``"softmax"`` or ``"entrywise"`` (the linear channel and every elementwise map).
+        kind: ``"softmax"``, ``"entrywise"`` (the linear channel and every elementwise map) or
+            ``"causal"`` (the causal softmax, chapter 8).
 
     Example:
         >>> from aim_tutorial.counting import alpha_scale
-        >>> alpha_scale(2), alpha_scale(2, "entrywise")
-        (4, 6)
+        >>> alpha_scale(2), alpha_scale(2, "entrywise"), alpha_scale(3, "causal")
+        (4, 6, 6)
     """
     if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
         raise ValueError(f"T must be an integer >= 1, got {T!r}")
@@ -57,4 +60,6 @@ def alpha_scale(T: int, kind: str = "softmax") -> int:
         return int(T * T + T - 2)
     if kind == "entrywise":
         return int(T * T + T)
-    raise ValueError(f"kind must be 'softmax' or 'entrywise', got {kind!r}")
+    if kind == "causal":
+        return int(T * T - T)
+    raise ValueError(f"kind must be 'softmax', 'entrywise' or 'causal', got {kind!r}")

@@ -1,6 +1,6 @@
 """Interactive explorers of the Bayes-optimal error, drawn in the reader's browser.
 
-The explorers of chapter 8 (and the hardmax figure of chapter 4) are Vega-Lite
+The explorers of chapter 9 (and the hardmax figure of chapter 4) are Vega-Lite
 charts built with Altair: every control is a Vega-Lite parameter bound to an
 HTML input, and the curves are filtered and rescaled from tables of the state
 evolution that the package ships (``aim_tutorial/data/explore_tables.csv``,
@@ -9,7 +9,7 @@ control moves, so the charts need no kernel: in the HTML book they run in the
 page, offline (the book's build ships the Vega bundle that ``vl-convert-python``
 carries); in Jupyter or Colab they are ordinary Altair charts.
 
-Why one table serves all controls (chapter 8, replica predictions): the softmax
+Why one table serves all controls (chapter 9, replica predictions): the softmax
 error depends on ``alpha`` and ``T`` only through ``x = alpha (T^2 + T - 2)`` and
 not at all on ``beta``; the linear channel is the same curve at
 ``x = alpha (T^2 + T)``, and so is the sigmoid channel (an invertible map of ``h``:
@@ -17,7 +17,7 @@ chapter 4). The ReLU channel ``y = max(h, 0)/T`` has its own curve, again one fo
 every ``T`` in ``x = alpha (T^2 + T)`` (ReLU is positively homogeneous: chapter 4,
 section on elementwise maps). The hardmax channel has its own curves (``T = 2``).
 
-Chapter 8. Functions:
+Chapter 9. Functions:
 
 * :func:`load_tables`: the tables as arrays, with their header.
 * :func:`error_curve`: the curve an explorer draws, computed in Python from the
@@ -265,7 +265,7 @@ def error_curve_explorer(tables: Tables | None = None, width: int = 460, height:
 
     Controls: channel, width ratio ``rho`` and noise ``Delta`` (the tabulated
     values), ``T`` (2 to 8), ``log10 beta`` (-2 to 2: the curve does not move,
-    claim 1 of chapter 8), the plotted range ``[alpha_min, alpha_max]`` and a
+    claim 1 of chapter 9), the plotted range ``[alpha_min, alpha_max]`` and a
     cursor ``alpha`` whose error is read off (linear interpolation between the
     tabulated points). The plotted range is a part of the tabulated one, in per cent
     (by default all of it: the curve fills the chart at every ``T``); "α from" above

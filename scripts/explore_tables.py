@@ -1,4 +1,4 @@
-"""The tables behind the explorers of chapter 8 (book/08_explore.md).
+"""The tables behind the explorers of chapter 9 (book/09_explore.md).
 
 Writes ``aim_tutorial/data/explore_tables.csv``: the state-evolution error of
 
@@ -61,7 +61,7 @@ def main(argv=None):
         rows += [(2, rho, 0.0, x, m, int(c)) for x, m, c in zip(A_HARD, r.mmse, r.converged)]
         print(f"rho = {rho}: done ({time.time() - t_all:.0f} s)", flush=True)
     header = datafiles.make_header(
-        "State-evolution tables of the explorers of chapter 8 (aim-tutorial book).",
+        "State-evolution tables of the explorers of chapter 9 (aim-tutorial book).",
         command=datafiles.command_line("scripts/explore_tables.py", argv),
         seed=None,
         params=dict(T=2, rho=list(RHOS), noise=list(NOISES), x_softmax=f"linspace(0, 2, {X_SOFT.size})",

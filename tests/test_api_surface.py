@@ -28,7 +28,7 @@ PINNED = Path(__file__).parent / "data" / "api_signatures.json"
 MODULES = ["aim_tutorial"] + ["aim_tutorial." + m for m in (
     "model", "rmt", "rmt_device", "state_evolution", "amp", "amp_kernel", "amp_device", "gd", "deep", "counting", "replica", "config", "channels",
     "channels.base", "channels.softmax", "channels.linear", "channels.hardmax", "channels.elementwise",
-    "channels.relu", "channels.sigmoid", "channels.generic")]
+    "channels.relu", "channels.sigmoid", "channels.generic", "channels.causal")]
 
 
 def _stable(text: str) -> str:

@@ -31,7 +31,7 @@ VERSION = PROJECT["version"]
 BASEURL = PROJECT["urls"]["Book"]
 RELEASE = f"aim-tutorial @ git+{REPO}@v{VERSION}"
 MACROS = CONFIG["sphinx"]["config"]["mathjax3_config"]["tex"]["macros"]
-CHAPTERS = sorted((ROOT / "book").glob("0[1-8]_*.md"))
+CHAPTERS = sorted((ROOT / "book").glob("0[1-9]_*.md"))
 # Where a link may point besides the published book and the notebook's own anchors.
 PUBLIC_HOSTS = {"doi.org", "arxiv.org", "github.com", "colab.research.google.com"}
 MYST = {
@@ -60,7 +60,7 @@ def _markdown(nb):
 
 
 def test_one_notebook_per_chapter():
-    assert len(CHAPTERS) == 8
+    assert len(CHAPTERS) == 9
     extra = {p.stem for p in (ROOT / "book").glob("*.ipynb")} - {p.stem for p in CHAPTERS}
     assert not extra, f"notebooks without a chapter: {extra}"
 
@@ -129,7 +129,7 @@ def test_first_cells_install_and_report_the_device(nb):
 
 def test_chapter_title_numbered_and_exercises_kept(nb):
     first = _markdown(nb)[0][1]
-    assert re.search(r"^# [1-8]\. \S", first, re.M), first[:200]
+    assert re.search(r"^# [1-9]\. \S", first, re.M), first[:200]
     md = "\n".join(t for _, t in _markdown(nb))
     n_ex = len(re.findall(r"^### Exercise \d+\.\d+", md, re.M))
     n_sol = len(re.findall(r"^#### Solution to Exercise \d+\.\d+", md, re.M))

@@ -50,5 +50,5 @@ def test_alpha_scale_refuses_what_is_not_an_integer_from_one(T):
 
 
 def test_alpha_scale_refuses_an_unknown_kind():
-    with pytest.raises(ValueError, match="kind must be 'softmax' or 'entrywise'"):
+    with pytest.raises(ValueError, match="kind must be 'softmax', 'entrywise' or 'causal'"):
         alpha_scale(2, "hardmax")

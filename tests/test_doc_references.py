@@ -70,7 +70,7 @@ def _chapter_of(md: Path):
 
 
 def book_targets():
-    """``(labels, headings)``: label -> chapter (None outside chapters 1-8), and the set of
+    """``(labels, headings)``: label -> chapter (None outside chapters 1-9), and the set of
     ``(chapter, heading)`` of every section heading outside fenced blocks."""
     labels, headings = {}, set()
     for md in sorted(BOOK.glob("*.md")):

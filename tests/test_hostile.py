@@ -32,6 +32,7 @@ import aim_tutorial.reproduce  # noqa: F401  (aim.reproduce: the per-instance ex
 from aim_tutorial import amp_device, deep, gd, replica, rmt_device
 
 from aim_tutorial import state_evolution as se_module
+from aim_tutorial.channels.causal import causal_softmax
 
 D, T_, N = 8, 2, 12  # tiny sizes: every valid call takes milliseconds
 
@@ -151,6 +152,7 @@ SPECS = [
      {"key": "key", "noise": "nonneg"}),
     ("softmax", aim.softmax, dict(h=H0, beta=1.0), {"h": "array", "beta": "nonneg"}),
     ("hardmax", aim.hardmax, dict(h=H0), {"h": "array"}),
+    ("causal_softmax", causal_softmax, dict(h=H0, beta=1.0), {"h": "array", "beta": "nonneg"}),
     ("apply_channel", aim.apply_channel, dict(h=H0, channel="softmax", beta=1.0),
      {"h": "array", "channel": "choice", "beta": "nonneg"}),
     ("deep_as_aim", aim.deep_as_aim, dict(hs=[H0, H0], beta=1.0, c=1.0),

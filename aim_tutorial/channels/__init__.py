@@ -24,6 +24,7 @@ One file a channel, each registering a :class:`Channel` (:mod:`.base`):
 - ``"hardmax"`` (:mod:`.hardmax`, ``T = 2``): the one-hot argmax of each row;
 - ``"relu"`` (:mod:`.relu`): ``y = max(h, 0)/T`` entry by entry;
 - ``"sigmoid"`` (:mod:`.sigmoid`): ``y = sigmoid(beta h - log T)`` entry by entry;
+- ``"causal_softmax"`` (:mod:`.causal`): the softmax of row ``a`` over ``b <= a``, 0 above the diagonal;
 
 and :func:`elementwise_channel` makes the channel of any entrywise map (:mod:`.elementwise`).
 The generic channel ``y = g(h) + noise`` of any matrix map ``g`` is estimated by Monte
@@ -44,7 +45,7 @@ import numpy as np
 
 from .base import (Channel, check_outputs, check_settings, check_symmetric, get, register,  # noqa: F401
                    registered, symmetric_gaussian)
-from . import linear, softmax, hardmax, relu, sigmoid  # noqa: F401,E402  (the registry, in this order)
+from . import linear, softmax, hardmax, relu, sigmoid, causal  # noqa: F401,E402  (the registry, in this order)
 from .elementwise import elementwise_channel  # noqa: F401
 from .generic import GenericScore, generic_channel, generic_output_score  # noqa: F401
 from .base import _is_concrete

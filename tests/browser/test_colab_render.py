@@ -17,7 +17,7 @@ import pytest
 import yaml
 from book_browser import _COLLECT, _WAIT_FOR_MATHJAX, HTML_DIR, REPO, anchors
 
-NOTEBOOKS = sorted((REPO / "book").glob("0[1-8]_*.ipynb"))
+NOTEBOOKS = sorted((REPO / "book").glob("0[1-9]_*.ipynb"))
 BASEURL = yaml.safe_load((REPO / "_config.yml").read_text())["html"]["baseurl"]
 OUT = HTML_DIR.parent / "test-artefacts" / "colab_render"
 MATHJAX_DIR = HTML_DIR / "mathjax"

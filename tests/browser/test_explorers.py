@@ -16,14 +16,14 @@ from book_browser import HTML_DIR
 
 import aim_tutorial as aim
 
-EXPLORE = "book/08_explore.html"
+EXPLORE = "book/09_explore.html"
 HARDMAX = "book/04_bayes_optimal_error.html"
 VIEWS = {EXPLORE: ("explorer-curve", "explorer-phase"), HARDMAX: ("explorer-hardmax",)}
 # What the explorers may add to a page (the Vega bundle, 0.9 MB, and each chart's spec
 # with its data): the book's pages already weigh about 4.3 MB, most of it the theme's
 # icon font script (1.5 MB) and MathJax (1.2 MB).
 EXPLORER_WEIGHT_BUDGET = 2.0e6
-# Between tabulated points the read-out interpolates linearly; chapter 8 measures that
+# Between tabulated points the read-out interpolates linearly; chapter 9 measures that
 # interpolation against direct solves (2e-3). Drawn points are tabulated values: 1e-4.
 TOL_DRAWN, TOL_INTERP = 1e-4, 2e-3
 
@@ -83,7 +83,7 @@ class ExplorerPage:
         self.page.on("response", self._count)
         self.page.goto(f"{base}{path}", wait_until="load")
         n = len(VIEWS[path])
-        # every chart of the page drawn (the views of VIEWS and any other, as chapter 8's own-channel one)
+        # every chart of the page drawn (the views of VIEWS and any other, as chapter 9's own-channel one)
         self.page.wait_for_function(
             f"window.aimViews && Object.keys(window.aimViews).length >= {n} && "
             "Object.keys(window.aimViews).length === document.querySelectorAll('.aim-vega').length",
@@ -189,7 +189,7 @@ def test_every_control_of_the_error_explorer_moves_the_drawing(open_page):
     page = open_page(EXPLORE)
 
     def beta_moves_only_the_readout(name, before, after):
-        if name == "log10_beta":     # claim 1 of chapter 8: beta moves nothing but its read-out
+        if name == "log10_beta":     # claim 1 of chapter 9: beta moves nothing but its read-out
             assert after["curve"] == before["curve"] and after["cursor"] == before["cursor"]
             assert "β = 31.6" in after["readout"][0][-1]
 
@@ -314,7 +314,7 @@ def test_controls_clamp_to_the_tables(open_page):
 
 
 def test_explorer_of_a_user_channel(open_page):
-    """Chapter 8, "Your own channel": the clip map's curves, solved when the page was built."""
+    """Chapter 9, "Your own channel": the clip map's curves, solved when the page was built."""
     import jax.numpy as jnp
 
     page = open_page(EXPLORE)
@@ -461,7 +461,7 @@ def test_explorers_say_why_without_scripts(browser, book_server, path):
     """Where scripts do not run (<noscript>), or the Vega bundle does not load, each
     explorer's place holds a visible message instead of an empty box."""
     _require_build()
-    n = len(VIEWS[path]) + (path == EXPLORE)         # chapter 8's own-channel explorer too
+    n = len(VIEWS[path]) + (path == EXPLORE)         # chapter 9's own-channel explorer too
     for scripts in (False, True):
         context = browser.new_context(java_script_enabled=scripts, viewport={"width": 1280, "height": 800})
         page = context.new_page()

@@ -3,7 +3,7 @@
 * A displayed equation wider than the column scrolls sideways inside its own box
   (MathJax's ``mjx-container``), which then takes the whole column (its number goes under
   it) and shows an edge shadow where there is more (_static/aim.css).
-* The text outputs of code cells wrap at the box edge: no line runs past it (chapter 8's
+* The text outputs of code cells wrap at the box edge: no line runs past it (chapter 9's
   table of checks has lines of 137 characters).
 """
 
@@ -61,9 +61,9 @@ def test_wide_equations_scroll_in_their_box_at_phone_width(browser, book_server,
 
 @pytest.mark.parametrize("viewport", [PHONE, LAPTOP], ids=["390px", "1280px"])
 def test_output_lines_wrap_instead_of_running_past_the_box(browser, book_server, viewport):
-    page = _load(browser, book_server, "book/08_explore.html", viewport)
+    page = _load(browser, book_server, "book/09_explore.html", viewport)
     try:
         cut = page.evaluate(_OUTPUTS)
     finally:
         page.close()
-    assert not cut, f"08_explore at {viewport['width']} px: output lines past the box edge: {cut}"
+    assert not cut, f"09_explore at {viewport['width']} px: output lines past the box edge: {cut}"
