@@ -79,9 +79,10 @@ _CH = ["tests/test_channels.py", "tests/test_channel_base.py", "tests/test_chann
        "tests/test_state_evolution.py", _hostile("channels")]
 _EW = ["tests/test_elementwise.py", "tests/test_channel_registry.py", "tests/test_state_evolution.py",
        _hostile("channels.elementwise")]
-# the deep subpackage's public functions, by module (the bad-input sweep's ids); the private modules that
-# the public ones share (_students: gd and deep.gd; deep._common) meet every sweep that reaches them
-_DEEP_HOSTILE = [_hostile(f"deep.{m}") for m in ("model", "gd", "channel", "state_evolution")]
+# the bad-input sweeps of the deep subpackage's modules (ids by module; deep.state_evolution has none:
+# deep_state_evolution_diagonal is not in the sweep); the private modules that the public ones share
+# (_students: gd and deep.gd; deep._common) meet every sweep that reaches them
+_DEEP_HOSTILE = [_hostile(f"deep.{m}") for m in ("model", "gd", "channel")]
 MODULES = {
     "rmt": ("aim_tutorial/rmt.py", ["tests/test_rmt.py", _hostile("rmt")]),
     "rmt_device": ("aim_tutorial/rmt_device.py", ["tests/test_rmt_device.py", _hostile("rmt_device")]),
@@ -99,8 +100,7 @@ MODULES = {
     "deep.model": ("aim_tutorial/deep/model.py", ["tests/test_deep.py", _hostile("deep.model")]),
     "deep.gd": ("aim_tutorial/deep/gd.py", ["tests/test_deep.py", _hostile("deep.gd")]),
     "deep.channel": ("aim_tutorial/deep/channel.py", ["tests/test_deep.py", _hostile("deep.channel")]),
-    "deep.state_evolution": ("aim_tutorial/deep/state_evolution.py", ["tests/test_deep.py",
-                                                                      _hostile("deep.state_evolution")]),
+    "deep.state_evolution": ("aim_tutorial/deep/state_evolution.py", ["tests/test_deep.py"]),
     "deep._common": ("aim_tutorial/deep/_common.py", ["tests/test_deep.py"] + _DEEP_HOSTILE),
     "channels.base": ("aim_tutorial/channels/base.py", _CH),
     "channels.softmax": ("aim_tutorial/channels/softmax.py", _CH),
