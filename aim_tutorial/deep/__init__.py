@@ -26,10 +26,6 @@ with ``h^l`` the attention indices of ``S_l`` on the original tokens
   (:func:`deep_state_evolution_diagonal`): a **conjecture**, tested in the chapter
   against averaged gradient descent.
 
-Reference: Boncoraglio, Troiani, Erba, Zdeborova, *Bayes optimal learning of
-attention-indexed models*, NeurIPS 2025 (arXiv 2506.01582), which introduces deep
-attention as an AIM; the multi-layer theory here is this book's.
-
 The subpackage has one module a concept, each the two-layer counterpart of a one-layer module:
 
 - ``deep/model.py``: the teachers, the output and its inversion, the exact moments and the
@@ -42,6 +38,10 @@ The subpackage has one module a concept, each the two-layer counterpart of a one
 
 Every public name is imported here: ``aim_tutorial.deep.<name>`` is its address (the API page
 documents it there).
+
+Reference: Boncoraglio, Troiani, Erba, Zdeborova, *Bayes optimal learning of
+attention-indexed models*, NeurIPS 2025 (arXiv 2506.01582), which introduces deep
+attention as an AIM; the multi-layer theory here is this book's.
 """
 
 from __future__ import annotations
