@@ -824,3 +824,17 @@ def _rows(name):
 
     f = datafiles.read(datafiles.packaged(name))
     return [dict(zip(f.table.dtype.names, r.tolist())) for r in f.table]
+
+
+def test_state_evolution_map_is_the_rie_mmse_of_the_reported_q_hat(key):
+    """At the returned V the map is F_l(V) = mmse_{rho_l}(1 / q_hat_ll) of the q_hat it reports (eq. (eq-deep-se)),
+    and the residual is max_l |log F_l(V) - log V_l|: recomputed here from r.q_hat with the RIE's MMSE, it is the
+    residual reported (a slip in the noise 1 / q_hat_ll of the per-layer denoising moves the fixed point and this
+    residual by orders of magnitude)."""
+    from aim_tutorial.rmt import mmse_denoising
+
+    rhos = [0.5, 0.5]
+    r = deep.deep_state_evolution_diagonal(key, 0.1, rhos, n_omega=40, n_inner=8, warm_tol=0.5)
+    assert r.status[0] in ("fixed point", "max_iter")
+    F = np.array([mmse_denoising(1.0 / r.q_hat[0, l, l], rhos[l]) for l in range(2)])
+    np.testing.assert_allclose(np.max(np.abs(np.log(F) - np.log(r.mmse[0]))), r.residual[0], rtol=1e-9, atol=1e-12)
