@@ -48,10 +48,10 @@ The figures:
 
 The gradient-descent and deep figures run the same experiment as
 ``scripts/gd_paper_data.py`` and ``scripts/deep_gd_data.py`` (which write the
-data files the chapters ship), through the same public functions
-(:func:`aim_tutorial.gd.train_gd`, :func:`aim_tutorial.gd.averaged_errors`,
-:func:`aim_tutorial.deep.train_deep_gd`) and the same key scheme, so that the
-two agree when the sizes agree.
+data files the chapters ship), through the same runners of one instance
+(:mod:`aim_tutorial.experiments`, re-exported here) and the same key scheme, so that the
+two agree when the sizes agree. The four files of a run are written together by the
+private ``_runfiles.py``.
 
 Example:
     >>> from aim_tutorial import reproduce
@@ -74,32 +74,25 @@ from typing import Callable, NamedTuple, Optional, Sequence
 import numpy as np
 
 from . import _checks
+from ._runfiles import HeldInterrupt, ResultsExistError, read_manifest
+from ._runfiles import Staging as _Staging
+from ._runfiles import check_out as _check_out
+from ._runfiles import check_overwrite as _check_overwrite
+from ._runfiles import manifest_path as _manifest_path
+from ._runfiles import run_paths as _paths
+from ._runfiles import prepare_out as _prepare_out
+from ._runfiles import remove_created as _remove_created
+from ._runfiles import sha256 as _sha256
+from ._runfiles import write_to as _write_to
 from .config import SCALES, _SIZES, compilation_cache
 from .counting import alpha_scale, dof_fraction
+# the runners of one instance, re-exported: scripts/ and chapter 6 import them from here
+from .experiments import (SAME_INSTANCE_SEED, amp_run, amp_runs, deep_data_set,  # noqa: F401
+                          gd_amp_data_set, gd_data_set, same_instance_key)
 
-__all__ = [
-    "amp_run",
-    "amp_runs",
-    "deep_data_set",
-    "gd_data_set",
-    "gd_amp_data_set",
-    "same_instance_key",
-    "FIGURES",
-    "FigureData",
-    "FigureSpec",
-    "HeldInterrupt",
-    "ReproduceResult",
-    "ResultsExistError",
-    "SEED_MAX",
-    "compute_figure",
-    "figure_sizes",
-    "list_figures",
-    "plot_figure",
-    "read_data",
-    "read_manifest",
-    "reproduce",
-    "write_data",
-]
+__all__ = ["FIGURES", "FigureData", "FigureSpec", "HeldInterrupt", "ReproduceResult", "ResultsExistError",
+           "SEED_MAX", "compute_figure", "figure_sizes", "list_figures", "plot_figure", "read_data",
+           "read_manifest", "reproduce", "write_data"]
 
 
 class FigureData(NamedTuple):
@@ -260,160 +253,6 @@ def _plot_hardmax_rescaled(data, fig):
 
 
 # --------------------------------------------------------------------------- GAMP-RIE figures
-
-
-# --------------------------------------------------------------------------- one instance of each experiment
-# (shared with scripts/: amp_experiments.py, gd_paper_data.py and deep_gd_data.py call these)
-
-
-def _amp_summary(res, wall_s: float, **extra) -> dict:
-    """The fields of a GAMP-RIE result that the runners report (``amp_run``, ``amp_runs``, ...)."""
-    return dict(error=float(res.error), mmse_pred=float(res.mmse_pred), n_iter=int(res.n_iter),
-                converged=bool(res.converged), diverged=bool(res.diverged), status=res.status, **extra,
-                wall_s=wall_s)
-
-
-def _gd_summary(res, S, n_init: int) -> dict:
-    """The students' errors that the runners report: single (mean, std over the students), the
-    averages of the first K = 1, 2, 4, ..., n_init, the final loss and the finite count."""
-    from .gd import averaged_errors
-
-    Ks = [2**j for j in range(int(math.log2(n_init)) + 1)]
-    err = np.asarray(res.error_students[:, -1])
-    return dict(single_mean=float(err.mean()), single_std=float(err.std(ddof=1)) if n_init > 1 else 0.0,
-                avg_K=[float(v) for v in averaged_errors(res.S_students, S, Ks=Ks)], Ks=Ks,
-                final_loss_mean=float(np.mean(res.final_loss)), n_finite=int(np.sum(np.asarray(res.finite))))
-
-
-def amp_run(key, d: int, rho: float, alpha: float, T: int = 2, *, channel="softmax", **options) -> dict:
-    """GAMP-RIE on one instance (:func:`aim_tutorial.make_instance` of ``key``), from its own start.
-
-    Returns a dict: ``error``, ``mmse_pred``, ``n_iter``, ``converged``, ``diverged``, ``status``, ``n``
-    and ``wall_s`` (the run's wall time); ``options`` go to :func:`aim_tutorial.gamp_rie`.
-    """
-    from . import model
-    from .amp import gamp_rie
-
-    S, X, y, n, k_start = model.make_instance(key, d, rho, alpha, T, channel=channel)
-    t0 = time.perf_counter()
-    res = gamp_rie(X, y, rho, channel=channel, key=k_start, S_true=S, **options)
-    return _amp_summary(res, time.perf_counter() - t0, n=n)
-
-
-def amp_runs(keys, d: int, rho: float, alpha: float, T: int = 2, *, channel="softmax", batch=None,
-             **options) -> list:
-    """:func:`amp_run` on the instances of ``keys`` (one dict each, in their order).
-
-    ``batch=True`` runs them as one program (:func:`aim_tutorial.amp_device.gamp_rie_batch`, the loop
-    on the device, the instances split over every visible device; the same results up to
-    rounding, ``wall_s`` the batch's time over the instances); ``False`` one after another;
-    ``None`` (default) batches on an accelerator (GPU, TPU) and runs them one after another on a
-    CPU, as the book's data files were made (on a CPU the batch is faster warm too, 1.2-2.9 times
-    for 8 instances at ``d = 80`` on the benchmarks page, but compiles a program of its own).
-    """
-    import jax
-    import jax.numpy as jnp
-
-    keys = list(keys)
-    if not keys:
-        raise ValueError("keys must hold at least one jax.random key, got none")
-    if batch is None:
-        batch = jax.default_backend() != "cpu"
-    batch = _checks.boolean("batch", batch)
-    if not batch:
-        return [amp_run(k, d, rho, alpha, T, channel=channel, **options) for k in keys]
-    from . import model
-    from .amp import GampRieOptions
-    from .amp_device import gamp_rie_batch
-
-    insts = [model.make_instance(k, d, rho, alpha, T, channel=channel) for k in keys]
-    X, y, S = (jnp.stack([getattr(inst, f) for inst in insts]) for f in ("X", "y", "S"))
-    t0 = time.perf_counter()
-    res = gamp_rie_batch(X, y, rho, channel=channel, keys=[inst.key for inst in insts], S_true=S,
-                         options=GampRieOptions(**options))
-    wall = (time.perf_counter() - t0) / len(keys)
-    return [_amp_summary(r, wall, n=inst.n) for r, inst in zip(res, insts)]
-
-
-def gd_data_set(key, d: int, rho: float, alpha: float, T: int, *, n_init: int, steps: int, lr: float) -> dict:
-    """``n_init`` students trained by full-batch Adam on one instance (:func:`aim_tutorial.make_instance`).
-
-    Returns a dict: ``n``, ``single_mean`` and ``single_std`` (over the students, ``ddof=1``), ``avg_K``
-    (the errors of the average of the first K students, K = 1, 2, 4, ..., ``n_init``), ``Ks``,
-    ``final_loss_mean``, ``n_finite`` and ``seconds`` (training wall time).
-    """
-    from . import model
-    from .gd import train_gd
-
-    S, X, y, n, k_init = model.make_instance(key, d, rho, alpha, T)
-    t0 = time.perf_counter()
-    res = train_gd(k_init, X, y, rho, n_init=n_init, steps=steps, lr=lr, S_true=S, record_every=steps,
-                   progress=False)
-    return dict(n=n, **_gd_summary(res, S, n_init), seconds=time.perf_counter() - t0)
-
-
-SAME_INSTANCE_SEED = 45  # the root of the keys of chapter 6's same-instance study (scripts/gd_vs_amp.py)
-
-
-def same_instance_key(d: int, T: int, x: float, seed: int, root: int = SAME_INSTANCE_SEED):
-    """The key of a data set of the same-instance study: ``key(root)`` folded with ``d``, ``T``,
-    ``round(1000 x)`` and the data seed, so that a data set is named by these alone."""
-    import jax
-
-    k = jax.random.key(root)
-    for v in (d, T, int(round(1000 * x)), seed):
-        k = jax.random.fold_in(k, v)
-    return k
-
-
-def gd_amp_data_set(key, d: int, rho: float, alpha: float, T: int, *, n_init: int, steps: int, lr: float,
-                    optimizer: str = "adam", init_scale: float = 1.0, max_iter: int = 300) -> dict:
-    """GAMP-RIE and ``n_init`` gradient-descent students on the same instance (chapter 6's comparison).
-
-    One :func:`aim_tutorial.make_instance` of ``key``: its teacher and data are given to both
-    algorithms, its algorithm key to GAMP-RIE's start and to the students' initialisations. Returns a
-    dict: ``n``, ``amp`` (:func:`amp_run`'s fields besides ``n``), ``single_mean``, ``single_std``,
-    ``avg_K`` and ``Ks`` (as :func:`gd_data_set`), ``e_inf`` and ``e_inf_se``
-    (:func:`aim_tutorial.gd.extrapolated_error`), ``final_loss_mean``, ``n_finite`` and ``seconds``
-    (the students' training wall time).
-    """
-    from . import model
-    from .amp import gamp_rie
-    from .gd import extrapolated_error, train_gd
-
-    S, X, y, n, k_alg = model.make_instance(key, d, rho, alpha, T)
-    t0 = time.perf_counter()
-    res = gamp_rie(X, y, rho, key=k_alg, S_true=S, max_iter=max_iter)
-    amp = _amp_summary(res, time.perf_counter() - t0)
-    t0 = time.perf_counter()
-    gd = train_gd(k_alg, X, y, rho, n_init=n_init, steps=steps, lr=lr, optimizer=optimizer, S_true=S,
-                  record_every=steps, progress=False, init_scale=init_scale)
-    gd.S_hat.block_until_ready()
-    seconds = time.perf_counter() - t0
-    e_inf, e_se = extrapolated_error(gd.S_students, S) if n_init >= 3 else (float("nan"), float("nan"))
-    return dict(n=n, amp=amp, **_gd_summary(gd, S, n_init), e_inf=e_inf, e_inf_se=e_se, seconds=seconds)
-
-
-def deep_data_set(key, d: int, rhos, alpha: float, T: int, *, c: float, n_init: int, steps: int,
-                  lr: float) -> dict:
-    """Two-layer students on one deep-attention instance (:func:`aim_tutorial.make_instance`, ``beta = 1``).
-
-    Returns a dict: ``n``, ``single_mean``, ``single_std`` (per layer, over the students), ``avg`` (per
-    layer, the error of the average), ``final_loss_mean``, ``n_finite`` and ``seconds``.
-    """
-    from . import deep, model
-
-    Ss, X, y, n, k_init = model.make_instance(key, d, list(rhos), alpha, T, channel="deep", beta=1.0, c=c)
-    t0 = time.perf_counter()
-    res = deep.train_deep_gd(k_init, X, y, list(rhos), n_init=n_init, steps=steps, lr=lr, beta=1.0, c=c,
-                             S_true=Ss)
-    res.S_hat.block_until_ready()
-    seconds = time.perf_counter() - t0
-    e = np.asarray(res.error_students[:, :, -1])  # (K, L)
-    em = np.asarray(res.error_mean[:, -1])
-    return dict(n=n, single_mean=e.mean(axis=0).tolist(), single_std=e.std(axis=0).tolist(), avg=em.tolist(),
-                final_loss_mean=float(np.mean(res.final_loss)), n_finite=int(np.sum(np.asarray(res.finite))),
-                seconds=seconds)
 
 
 def _amp_options(channel: str) -> dict:
@@ -641,291 +480,7 @@ def _check_seed(seed) -> int:
     return seed
 
 
-def _check_out(out) -> str:
-    """``out`` a directory that exists and is writable, or that can be created; nothing is created.
-
-    Refused: ``''``, an existing file that is not a directory, a path under a file (``/dev/null/x``),
-    a broken symbolic link, a directory this process cannot write in.
-    """
-    if isinstance(out, bytes) or not isinstance(out, (str, os.PathLike)):
-        raise _checks.ArgumentTypeError(f"out must be a directory path (a str), got {out!r}")
-    out = os.fspath(out)
-    if not isinstance(out, str):
-        raise _checks.ArgumentTypeError(f"out must be a directory path (a str), got {out!r}")
-    if out == "" or "\0" in out:
-        raise ValueError(f"out must be a directory path, got {out!r}")
-    if os.path.exists(out):
-        if not os.path.isdir(out):
-            raise ValueError(f"out: {out!r} exists and is not a directory")
-        if not os.access(out, os.W_OK | os.X_OK):
-            raise ValueError(f"out: cannot write in the directory {out!r} (permission denied)")
-        return out
-    p = os.path.abspath(out)
-    while not os.path.exists(p):
-        if os.path.lexists(p):
-            raise ValueError(f"out: {p!r} is a broken symbolic link")
-        parent = os.path.dirname(p)
-        if parent == p:  # pragma: no cover - the root always exists
-            break
-        p = parent
-    if not os.path.isdir(p):
-        raise ValueError(f"out: cannot create {out!r}: {p!r} is not a directory")
-    if not os.access(p, os.W_OK | os.X_OK):
-        raise ValueError(f"out: cannot create {out!r}: no permission to write in {p!r}")
-    return out
-
-
-def _prepare_out(out: str) -> list:
-    """Create ``out`` (checked by :func:`_check_out`) and prove that a file can be written in it.
-
-    Returns the directories created (deepest last), for :func:`_remove_created` on failure.
-    Raises ``ValueError`` when the directory cannot be created or written (a read-only file
-    system, a quota, a race with another process).
-    """
-    created = []
-    p = os.path.abspath(out)
-    missing = []
-    while not os.path.isdir(p):
-        missing.append(p)
-        parent = os.path.dirname(p)
-        if parent == p:  # pragma: no cover
-            break
-        p = parent
-    try:
-        for d in reversed(missing):
-            os.mkdir(d)
-            created.append(d)
-        path = _new_temp(out, ".write-probe")
-        os.remove(path)
-    except OSError as e:
-        _remove_created(created)
-        raise ValueError(f"out: cannot write in {out!r}: {e.strerror or e}") from None
-    return created
-
-
-def _remove_created(created: list) -> None:
-    """Remove the directories :func:`_prepare_out` created, if they are still empty."""
-    for d in reversed(created):
-        try:
-            os.rmdir(d)
-        except OSError:
-            break
-
-
-# --------------------------------------------------------------------------- files of one run
-
-
-def _paths(out: str, name: str) -> dict:
-    """The four files of figure ``name`` in ``out``."""
-    base = os.path.join(out, name)
-    return {"csv": base + ".csv", "png": base + ".png", "pdf": base + ".pdf",
-            "manifest": base + ".manifest.json"}
-
-
-def _read_header(path: str) -> dict:
-    """The header of a CSV written by :func:`write_data` (read without the completeness checks)."""
-    from . import datafiles
-
-    return datafiles.read(path, verify=False).header
-
-
-def _existing_run(out: str, name: str) -> Optional[dict]:
-    """What the files of figure ``name`` already in ``out`` say about the run that wrote them.
-
-    ``None`` when there are none; else a dict with ``scale`` and ``seed`` (``None`` when the
-    files cannot tell) and ``source``, the file that told.
-    """
-    paths = _paths(out, name)
-    present = [p for p in paths.values() if os.path.lexists(p)]
-    if not present:
-        return None
-    for p in present:
-        if os.path.isdir(p):
-            raise ValueError(f"out: {p!r} is a directory; a figure file cannot be written there")
-    man = paths["manifest"]
-    if os.path.lexists(man):
-        try:
-            with open(man, encoding="utf-8") as f:
-                m = json.load(f)
-            return dict(scale=m["scale"], seed=m["seed"], figure=m.get("figure", name), source=man)
-        except (OSError, ValueError, KeyError, TypeError):
-            return dict(scale=None, seed=None, figure=None, source=man, why="unreadable manifest")
-    if os.path.lexists(paths["csv"]):
-        try:
-            h = _read_header(paths["csv"])
-            return dict(scale=h["params"]["scale"], seed=int(h["seed"]), figure=name, source=paths["csv"])
-        except (OSError, ValueError, KeyError):
-            return dict(scale=None, seed=None, figure=None, source=paths["csv"],
-                        why="no scale and seed in it")
-    return dict(scale=None, seed=None, figure=None, source=present[0], why="no CSV or manifest beside it")
-
-
-class ResultsExistError(FileExistsError):
-    """The output directory holds another run's results for this figure (pass ``force=True``)."""
-
-
-def _check_overwrite(out: str, name: str, scale: str, seed: int, force: bool) -> None:
-    """Refuse to replace the files of another run (another scale or seed) unless ``force``.
-
-    The same figure, scale and seed may be rewritten: it reproduces the same numbers (with,
-    perhaps, a newer version of the package, which the new manifest records).
-    """
-    old = _existing_run(out, name)
-    if old is None or force:
-        return
-    if old["scale"] == scale and old["seed"] == seed and old["figure"] == name:
-        return
-    if old["scale"] is None:
-        what = f"files of an unknown run ({old['why']}: {old['source']})"
-    else:
-        what = f"another run's results (scale {old['scale']}, seed {old['seed']}, from {old['source']})"
-    raise ResultsExistError(
-        f"{os.path.join(out, name)}.* hold {what}, not those of this run (scale {scale}, seed {seed}): "
-        "refusing to overwrite them; pass --force (force=True) to replace them, or choose another --out"
-    )
-
-
-def _new_temp(directory: str, suffix: str) -> str:
-    """Create an empty temporary file in ``directory`` (mode 0666 less the umask, like ``open``)."""
-    import secrets
-
-    for _ in range(100):
-        path = os.path.join(directory, f".{suffix.lstrip('.')}.{secrets.token_hex(6)}.tmp")
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
-        except FileExistsError:  # pragma: no cover - 48 random bits
-            continue
-        os.close(fd)
-        return path
-    raise FileExistsError(f"cannot create a temporary file in {directory!r}")  # pragma: no cover
-
-
-def _fsync_dir(directory: str) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # pragma: no cover - not on every platform
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
-
-
-class HeldInterrupt(KeyboardInterrupt):
-    """A Ctrl-C held while a complete set of files was renamed into place, raised once it was."""
-
-
-class _DeferInterrupt:
-    """Hold a Ctrl-C (SIGINT) until the block ends, then raise it: the renames are not cut in half."""
-
-    def __enter__(self):
-        import signal
-        import threading
-
-        self.got, self.prev = None, None
-        # only in the main thread, and only over a handler set from Python (one that can be put back)
-        main = threading.current_thread() is threading.main_thread()
-        if main and signal.getsignal(signal.SIGINT) is not None:
-            try:
-                self.prev = signal.signal(signal.SIGINT, self._hold)
-            except (ValueError, OSError):  # pragma: no cover - no signals here
-                self.prev = None
-        return self
-
-    def _hold(self, signum, frame):
-        self.got = (signum, frame)
-
-    def __exit__(self, *exc):
-        import signal
-
-        if self.prev is not None:
-            signal.signal(signal.SIGINT, self.prev)
-        if self.got is not None and exc[0] is None:
-            if self.prev is signal.default_int_handler or self.prev == signal.SIG_DFL:
-                raise HeldInterrupt
-            if callable(self.prev):
-                self.prev(*self.got)
-        return False
-
-
-class _Staging:
-    """Files written under temporary names in their final directory, renamed into place together.
-
-    ``new(final)`` creates a temporary file for ``final``; ``commit()`` renames every temporary onto
-    its final name, in the order they were made (the manifest last), with Ctrl-C held until the last
-    rename; if a rename fails the files already replaced are put back (from hard links made just
-    before). Leaving the ``with`` block without ``commit()`` (an error, a ``KeyboardInterrupt``)
-    removes the temporaries: the previous files are never touched.
-    """
-
-    def __init__(self, directory: str):
-        self.directory = directory
-        self.files = []  # (temporary, final)
-
-    def __enter__(self):
-        return self
-
-    def new(self, final: str) -> str:
-        tmp = _new_temp(self.directory, os.path.basename(final))
-        self.files.append((tmp, final))
-        return tmp
-
-    def commit(self) -> None:
-        with _DeferInterrupt():
-            done, backups = [], []
-            try:
-                for tmp, final in self.files:
-                    existed, backup = os.path.lexists(final), None
-                    if existed:
-                        backup = _new_temp(self.directory, os.path.basename(final) + ".old")
-                        os.remove(backup)
-                        try:
-                            os.link(final, backup, follow_symlinks=False)
-                            backups.append(backup)
-                        except OSError:  # a file system without hard links: no way back for this one
-                            backup = None
-                    os.replace(tmp, final)
-                    done.append((final, existed, backup))
-            except BaseException:
-                for final, existed, backup in reversed(done):  # put the previous files back
-                    try:
-                        if backup is not None:
-                            os.replace(backup, final)
-                        elif not existed:
-                            os.remove(final)
-                        # else: the new file stays; the previous manifest, kept, no longer matches it
-                    except OSError:  # pragma: no cover - the manifest check still catches it
-                        pass
-                raise
-            finally:
-                for b in backups:
-                    try:
-                        os.remove(b)
-                    except OSError:
-                        pass
-            self.files = []
-            _fsync_dir(self.directory)
-
-    def __exit__(self, *exc):
-        for tmp, _ in self.files:
-            try:
-                os.remove(tmp)
-            except OSError:
-                pass
-        self.files = []
-        return False
-
-
-def _sha256(path: str) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+# --------------------------------------------------------------------------- the data file's header
 
 
 def _command(name: str, scale: str, seed: int) -> str:
@@ -974,14 +529,6 @@ def _write_csv(f, data: FigureData, scale: str, seed: int) -> None:
     f.write(datafiles.table_text(columns, _header(data, scale, seed), fmt=".10g"))
 
 
-def _write_to(tmp: str, mode: str, writer: Callable) -> None:
-    """Open ``tmp``, let ``writer(f)`` fill it, and flush it to the disk."""
-    with open(tmp, mode, **({"encoding": "utf-8", "newline": "\n"} if "b" not in mode else {})) as f:
-        writer(f)
-        f.flush()
-        os.fsync(f.fileno())
-
-
 def write_data(data: FigureData, path: str, scale: str, seed: int) -> None:
     """Write ``data`` as a CSV with a commented header (parameters, seed, row count, versions, device).
 
@@ -992,11 +539,6 @@ def write_data(data: FigureData, path: str, scale: str, seed: int) -> None:
     with _Staging(os.path.dirname(path) or ".") as st:
         _write_to(st.new(path), "w", lambda f: _write_csv(f, data, scale, seed))
         st.commit()
-
-
-def _manifest_path(csv_path: str) -> str:
-    stem = csv_path[:-4] if csv_path.endswith(".csv") else csv_path
-    return stem + ".manifest.json"
 
 
 def read_data(path: str, *, verify: bool = True) -> FigureData:
@@ -1039,38 +581,6 @@ def read_data(path: str, *, verify: bool = True) -> FigureData:
                 "edit; rerun the figure to rewrite both (read_data(..., verify=False) reads it anyway)"
             )
     return FigureData(name, cols, rows, f.header["params"])
-
-
-def read_manifest(out: str, name: str, *, verify: bool = True) -> dict:
-    """The manifest of figure ``name`` in directory ``out`` (``FileNotFoundError`` if there is none).
-
-    With ``verify`` (the default), every file it lists (CSV, PNG, PDF) must be there with the
-    SHA-256 it records, else ``ValueError`` naming the file: the set is one run's, complete.
-    """
-    out = os.fspath(out)
-    verify = _checks.boolean("verify", verify)
-    man = _paths(out, name)["manifest"]
-    with open(man, encoding="utf-8") as f:
-        try:
-            m = json.load(f)
-        except ValueError as e:
-            raise ValueError(f"{man}: not a readable manifest ({e})") from None
-    if verify:
-        try:
-            files = [(e["name"], e["sha256"]) for e in m["files"].values()]
-            if any(not isinstance(f, str) or f != os.path.basename(f) or f in ("", ".", "..")
-                   for f, _ in files):
-                raise TypeError
-        except (KeyError, TypeError, AttributeError):
-            raise ValueError(f"{man}: not a manifest written by aim_tutorial.reproduce") from None
-        for fname, sha in files:
-            path = os.path.join(out, fname)
-            if not os.path.exists(path):
-                raise ValueError(f"{path} is missing: the set of {man} is incomplete")
-            if _sha256(path) != sha:
-                raise ValueError(f"{path} does not match its manifest {man} (SHA-256 differs): an "
-                                 "interrupted write or an edit; rerun the figure to rewrite the set")
-    return m
 
 
 def plot_figure(data: FigureData):

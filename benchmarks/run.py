@@ -371,7 +371,9 @@ def bench_gd(ds, n_init, steps, repeats, dtypes=("float64", "float32"), big_step
 
     import aim_tutorial as aim
     from aim_tutorial.config import compiled_flops
-    from aim_tutorial.gd import _ChannelLoss, _make_optimizer, _run_chunk, gd_loss, train_gd
+    from aim_tutorial._students import make_optimizer as _make_optimizer
+    from aim_tutorial._students import run_chunk as _run_chunk
+    from aim_tutorial.gd import _ChannelLoss, gd_loss, train_gd
 
     rows = []
     for d in ds:

@@ -16,7 +16,7 @@ Parts:
             each measured in a fresh process
 
 The instances of a sweep point run as one program spread over every visible device on a GPU or
-TPU (``reproduce.amp_runs``), one after another on a CPU; the finite-size part, which times each
+TPU (``experiments.amp_runs``), one after another on a CPU; the finite-size part, which times each
 run, always runs them one after another.
 
 Every run uses the RIE's edge rule (``rie_outside="edge"``, gamp_rie's default; recorded in each
@@ -40,7 +40,7 @@ import numpy as np
 
 import aim_tutorial as aim
 from aim_tutorial.counting import alpha_scale
-from aim_tutorial.reproduce import amp_run, amp_runs
+from aim_tutorial.experiments import amp_run, amp_runs
 
 SEED = 2025
 RHO = 0.5
@@ -88,7 +88,7 @@ def run_one(part, d, T, alpha, channel, idx, **kw):
 
 def run_point(part, d, T, alpha, channel, idxs, **kw):
     """The instances ``idxs`` of one sweep point: on a GPU or TPU as one program spread over every
-    visible device (``reproduce.amp_runs``: ``amp_device.gamp_rie_batch``, the same results up to
+    visible device (``experiments.amp_runs``: ``amp_device.gamp_rie_batch``, the same results up to
     rounding, ``wall_s`` the batch's time over its instances), on a CPU one after another."""
     runs = amp_runs([instance_key(part, *idx) for idx in idxs], d, RHO, alpha, T, channel=channel,
                     rie_outside=RIE_OUTSIDE, **kw)

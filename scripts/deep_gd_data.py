@@ -29,7 +29,7 @@ import jax
 
 from aim_tutorial import datafiles
 from aim_tutorial.counting import alpha_scale
-from aim_tutorial.reproduce import deep_data_set
+from aim_tutorial.experiments import deep_data_set
 
 X_MAIN = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)
 X_SKIP = (1.0, 2.0, 3.0)

@@ -36,6 +36,7 @@ import jax
 import numpy as np
 
 from aim_tutorial import datafiles, deep
+from aim_tutorial.deep import channel as deep_channel
 
 RHOS = (0.5, 0.5)
 T_SE, C_SE = 2, 1.0
@@ -103,13 +104,14 @@ def main(argv=None):
         q = Q0 - np.diag(V)
         Cd = np.array([2.0, 1.0, 2.0])
         t0, diffs = time.time(), []
-        for b, start in enumerate(range(0, a.n_omega, deep._BATCH)):
-            m = min(deep._BATCH, a.n_omega - start)
+        for b, start in enumerate(range(0, a.n_omega, deep_channel._BATCH)):
+            m = min(deep_channel._BATCH, a.n_omega - start)
             kb = jax.random.fold_in(key, b)
-            G = np.asarray(deep._q_hat_quad_batch(kb, q[0, 0], q[1, 1], q[0, 1], *V, 1.0, C_SE, T=T_SE, n_omega=m,
-                                                  n_nodes=a.n_nodes, sub=min(m, deep._quad_batch_size(2, a.n_nodes))))
-            GA, GB = deep._q_hat_batch(kb, q[0, 0], q[1, 1], q[0, 1], *V, 1.0, C_SE, T=T_SE, n_omega=m,
-                                       n_inner=a.n_inner)
+            sub = min(m, deep_channel._quad_batch_size(2, a.n_nodes))
+            G = np.asarray(deep_channel._q_hat_quad_batch(kb, q[0, 0], q[1, 1], q[0, 1], *V, 1.0, C_SE, T=T_SE,
+                                                          n_omega=m, n_nodes=a.n_nodes, sub=sub))
+            GA, GB = deep_channel._q_hat_batch(kb, q[0, 0], q[1, 1], q[0, 1], *V, 1.0, C_SE, T=T_SE, n_omega=m,
+                                               n_inner=a.n_inner)
             Hm = np.einsum("nlk,k,nmk->nlm", np.asarray(GA), Cd, np.asarray(GB))
             diffs.append(Hm + np.swapaxes(Hm, -1, -2) - 2 * np.einsum("nlk,k,nmk->nlm", G, Cd, G))
         d = np.concatenate(diffs)

@@ -31,7 +31,7 @@ import numpy as np
 
 from aim_tutorial import datafiles
 from aim_tutorial.counting import alpha_scale
-from aim_tutorial.reproduce import gd_data_set
+from aim_tutorial.experiments import gd_data_set
 
 DEFAULT_X = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
 SCALES = {  # d, seeds

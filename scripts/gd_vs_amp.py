@@ -32,7 +32,7 @@ import numpy as np
 
 from aim_tutorial import datafiles
 from aim_tutorial.counting import alpha_scale
-from aim_tutorial.reproduce import SAME_INSTANCE_SEED, gd_amp_data_set, same_instance_key
+from aim_tutorial.experiments import SAME_INSTANCE_SEED, gd_amp_data_set, same_instance_key
 
 DEFAULT_OUT = os.path.join(os.path.dirname(__file__), "..", "aim_tutorial", "data", "gd_vs_amp.csv")
 ROOT_SEED = SAME_INSTANCE_SEED  # the root of every key (45: the issue that asked for the study)
@@ -40,7 +40,7 @@ KEY_COLS = ("d", "T", "x", "seed", "variant")
 
 
 def instance_key(d: int, T: int, x: float, seed: int):
-    """:func:`aim_tutorial.reproduce.same_instance_key`: an instance is named by d, T, x and its seed."""
+    """:func:`aim_tutorial.experiments.same_instance_key`: an instance is named by d, T, x and its seed."""
     return same_instance_key(d, T, x, seed)
 
 

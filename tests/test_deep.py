@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 import aim_tutorial as aim
-from aim_tutorial import deep
+from aim_tutorial import _students, deep
+from aim_tutorial.deep import channel as deep_channel
+from aim_tutorial.deep import state_evolution as deep_se
 
 
 def _teachers(key, d, rhos):
@@ -142,7 +144,7 @@ def test_counting_threshold_and_jacobian_rank(key):
 
     def D_of(Wflat, X):
         W1, W2 = Wflat.reshape(2, d, r)
-        hs = jnp.stack([deep._student_indices(W1, X), deep._student_indices(W2, X)])
+        hs = jnp.stack([_students.unchecked_indices(W1, X), _students.unchecked_indices(W2, X)])
         A = jnp.log(deep.deep_output(hs, beta=1.0, c=1.0))
         return (A[:, 0, 0] - A[:, 0, 1], A[:, 1, 1] - A[:, 1, 0])
 
@@ -163,7 +165,7 @@ def test_student_output_matches_literal_with_student_matrices(key):
     d = 16
     Ws = (jax.random.normal(k1, (d, 8)), jax.random.normal(k2, (d, 5)))
     X = aim.sample_tokens(jax.random.fold_in(key, 1), 7, 3, d)
-    Ss = [deep._student_matrix(W) for W in Ws]
+    Ss = [_students.unchecked_matrix(W) for W in Ws]
     np.testing.assert_allclose(deep.deep_student_output(Ws, X, beta=0.8, c=1.2),
                                aim.deep_attention_literal(X, Ss, beta=0.8, c=1.2), atol=1e-11)
 
@@ -248,17 +250,17 @@ def test_q_hat_batches_combine_to_the_whole(key):
     # (fold_in(key, 1), the rest); and it returns (batched LAPACK calls once deadlocked here)
     Q0 = deep.limit_overlap_matrix([0.5, 0.5])
     V = (0.3, 0.2)
-    n = deep._BATCH + 40
+    n = deep_channel._BATCH + 40
     r = deep.deep_q_hat(key, 1.0, Q0 - np.diag(V), V, n_omega=n, n_inner=8)
-    whole = (deep._BATCH * _batch_mean(key, 0, deep._BATCH, Q0, V) + 40 * _batch_mean(key, 1, 40, Q0, V)) / n
+    whole = (deep_channel._BATCH * _batch_mean(key, 0, deep_channel._BATCH, Q0, V) + 40 * _batch_mean(key, 1, 40, Q0, V)) / n
     assert np.allclose(r.q_hat, whole, rtol=1e-10, atol=0)
     assert np.all(np.isfinite(r.stderr)) and np.all(r.stderr > 0)
 
 
 def _batch_mean(key, b, m, Q0, V):
     q = Q0 - np.diag(V)
-    GA, GB = deep._q_hat_batch(jax.random.fold_in(key, b), q[0, 0], q[1, 1], q[0, 1], *V, 1.0, 1.0,
-                               T=2, n_omega=m, n_inner=8)
+    GA, GB = deep_channel._q_hat_batch(jax.random.fold_in(key, b), q[0, 0], q[1, 1], q[0, 1], *V, 1.0, 1.0,
+                                       T=2, n_omega=m, n_inner=8)
     H = np.einsum("nlk,k,nmk->nlm", np.asarray(GA), np.array([2.0, 1.0, 2.0]), np.asarray(GB))
     return (H + np.swapaxes(H, -1, -2)).mean(axis=0)
 
@@ -550,7 +552,7 @@ def test_q_hat_first_layer_known_is_its_fisher_information(key):
     alpha (T^2 + T - 2) / (V_2 sqrt(n_omega)). Tolerances: 5 combined standard errors on the means (the
     deviations measured are below 1); 10% on the stderr (the relative spread of a sample standard deviation
     of chi^2_2 is sqrt(8 / (4 n_omega)) = 1.4%)."""
-    T, alpha, V2, n = 2, 1.0, 0.1, 10 * deep._BATCH
+    T, alpha, V2, n = 2, 1.0, 0.1, 10 * deep_channel._BATCH
     q = np.array([[1.0, 0.7], [0.7, 1.0]])
     r = deep.deep_q_hat(key, alpha, q, (1e-6, V2), T=T, n_omega=n, n_inner=8)
     exact22 = alpha * (T * T + T - 2) / V2
@@ -589,8 +591,8 @@ def test_q_hat_and_its_stderr_are_alpha_times_the_per_sample_mean_and_standard_e
     V = (0.3, 0.2)
     q = Q0 - np.diag(V)
     r = deep.deep_q_hat(key, 2.5, q, V, n_omega=40, n_inner=8)
-    GA, GB = deep._q_hat_batch(jax.random.fold_in(key, 0), q[0, 0], q[1, 1], q[0, 1], *V, 1.0, 1.0,
-                               T=2, n_omega=40, n_inner=8)
+    GA, GB = deep_channel._q_hat_batch(jax.random.fold_in(key, 0), q[0, 0], q[1, 1], q[0, 1], *V, 1.0, 1.0,
+                                       T=2, n_omega=40, n_inner=8)
     H = np.einsum("nlk,k,nmk->nlm", np.asarray(GA), np.array([2.0, 1.0, 2.0]), np.asarray(GB))
     H = H + np.swapaxes(H, -1, -2)
     np.testing.assert_allclose(r.q_hat, 2.5 * H.mean(axis=0), rtol=1e-10)
@@ -658,7 +660,7 @@ def test_state_evolution_root_finder_gets_what_is_left_of_max_iter(key, monkeypa
         budgets.append((calls[0], kwargs["options"]["maxfev"]))
         return root(fun, x0, **kwargs)
 
-    monkeypatch.setattr(deep, "deep_q_hat", counting_q_hat)
+    monkeypatch.setattr(deep_se, "deep_q_hat", counting_q_hat)  # as the state evolution calls it
     monkeypatch.setattr(scipy.optimize, "root", recording_root)
     r = deep.deep_state_evolution_diagonal(key, 0.3, [0.5, 0.5], n_omega=40, n_inner=8, max_iter=10, warm_tol=10.0,
                                            tol=1e-15)
@@ -677,7 +679,7 @@ def test_state_evolution_never_leaves_the_overlap_matrices(key, monkeypatch):
         seen.append(np.asarray(V, float))
         return q_hat(key_, alpha, q, V, **kw)
 
-    monkeypatch.setattr(deep, "deep_q_hat", recording_q_hat)
+    monkeypatch.setattr(deep_se, "deep_q_hat", recording_q_hat)
     r = deep.deep_state_evolution_diagonal(key, 0.1, [0.5, 0.5], n_omega=40, n_inner=8, warm_tol=0.5)
     assert r.status[0] in ("fixed point", "max_iter") and np.all(r.mmse <= 1.0)
     assert np.max(seen) <= 1.0 and np.min(seen) >= 1e-4
@@ -710,7 +712,7 @@ def _covariance_form_log_lik(D, om2, u, V2, beta, c):
 
 
 def test_stable_likelihood_equals_the_covariance_form():
-    """deep._log_lik_nodes (no covariance matrix: B^{-1} D B^{-T}, the Jacobian det(B)^-3 (1 + c)^2 and the
+    """deep_channel._log_lik_nodes (no covariance matrix: B^{-1} D B^{-T}, the Jacobian det(B)^-3 (1 + c)^2 and the
     Gaussian integral over the forgotten constant) equals log N(D; M omega^2, V_2 M C M^T) to rounding, at
     random points and several beta, c; and where B is nearly singular (det B ~ 1e-9, softmax saturated) it is
     finite, while the covariance form has lost every digit there (its smallest eigenvalue is ~ det(B)^4)."""
@@ -718,10 +720,10 @@ def test_stable_likelihood_equals_the_covariance_form():
     for beta, c, V2 in ((1.0, 1.0, 0.5), (1.3, 0.7, 0.2), (0.5, 2.0, 1.5)):
         for _ in range(5):
             D, om2, u = rng.normal(size=2), rng.normal(size=3), rng.normal(size=3)
-            got = float(deep._log_lik_nodes(jnp.asarray(D), jnp.asarray(om2), jnp.asarray(u)[None], V2, beta, c)[0])
+            got = float(deep_channel._log_lik_nodes(jnp.asarray(D), jnp.asarray(om2), jnp.asarray(u)[None], V2, beta, c)[0])
             assert abs(got - _covariance_form_log_lik(D, om2, u, V2, beta, c)) < 1e-9
     u_sat = jnp.array([[-10.0, 10.0, -10.0]])  # h_12 >> h_11, h_22: P_11, P_22 ~ 2e-9, det B = 2 (P_11 + P_22)
-    val = deep._log_lik_nodes(jnp.array([0.3, -0.2]), jnp.array([0.1, 0.2, 0.3]), u_sat, 0.5, 1.0, 1.0)
+    val = deep_channel._log_lik_nodes(jnp.array([0.3, -0.2]), jnp.array([0.1, 0.2, 0.3]), u_sat, 0.5, 1.0, 1.0)
     assert np.isfinite(float(val[0]))
 
 
@@ -731,9 +733,9 @@ def _paired(key, V, n, n_nodes, n_inner):
     q = Q0 - np.diag(V)
     Cd = np.array([2.0, 1.0, 2.0])
     k = jax.random.fold_in(key, 0)
-    G = np.asarray(deep._q_hat_quad_batch(k, q[0, 0], q[1, 1], q[0, 1], *V, 1.0, 1.0, T=2, n_omega=n,
-                                          n_nodes=n_nodes, sub=n))
-    GA, GB = deep._q_hat_batch(k, q[0, 0], q[1, 1], q[0, 1], *V, 1.0, 1.0, T=2, n_omega=n, n_inner=n_inner)
+    G = np.asarray(deep_channel._q_hat_quad_batch(k, q[0, 0], q[1, 1], q[0, 1], *V, 1.0, 1.0, T=2, n_omega=n,
+                                                  n_nodes=n_nodes, sub=n))
+    GA, GB = deep_channel._q_hat_batch(k, q[0, 0], q[1, 1], q[0, 1], *V, 1.0, 1.0, T=2, n_omega=n, n_inner=n_inner)
     Hq = 2 * np.einsum("nlk,k,nmk->nlm", G, Cd, G)
     Hm = np.einsum("nlk,k,nmk->nlm", np.asarray(GA), Cd, np.asarray(GB))
     return Hq, Hm + np.swapaxes(Hm, -1, -2)
@@ -822,3 +824,17 @@ def _rows(name):
 
     f = datafiles.read(datafiles.packaged(name))
     return [dict(zip(f.table.dtype.names, r.tolist())) for r in f.table]
+
+
+def test_state_evolution_map_is_the_rie_mmse_of_the_reported_q_hat(key):
+    """At the returned V the map is F_l(V) = mmse_{rho_l}(1 / q_hat_ll) of the q_hat it reports (eq. (eq-deep-se)),
+    and the residual is max_l |log F_l(V) - log V_l|: recomputed here from r.q_hat with the RIE's MMSE, it is the
+    residual reported (a slip in the noise 1 / q_hat_ll of the per-layer denoising moves the fixed point and this
+    residual by orders of magnitude)."""
+    from aim_tutorial.rmt import mmse_denoising
+
+    rhos = [0.5, 0.5]
+    r = deep.deep_state_evolution_diagonal(key, 0.1, rhos, n_omega=40, n_inner=8, warm_tol=0.5)
+    assert r.status[0] in ("fixed point", "max_iter")
+    F = np.array([mmse_denoising(1.0 / r.q_hat[0, l, l], rhos[l]) for l in range(2)])
+    np.testing.assert_allclose(np.max(np.abs(np.log(F) - np.log(r.mmse[0]))), r.residual[0], rtol=1e-9, atol=1e-12)

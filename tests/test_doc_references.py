@@ -93,10 +93,16 @@ def book_targets():
     return labels, headings
 
 
+def _modules():
+    """The package's top-level modules and those of ``deep/`` (``deep.py`` until issue 49 split it;
+    ``channels/`` is not scanned yet)."""
+    return sorted(PACKAGE.glob("*.py")) + sorted((PACKAGE / "deep").glob("*.py"))
+
+
 def package_texts():
     """``(where, text)`` for every module, class and function docstring and every comment."""
     out = []
-    for path in sorted(PACKAGE.glob("*.py")):
+    for path in _modules():
         src = path.read_text(encoding="utf-8")
         rel = path.relative_to(ROOT)
         for node in ast.walk(ast.parse(src)):
@@ -122,7 +128,7 @@ def package_texts():
 def label_prefixes(labels):
     """Prefixes that make a parenthesised word look like a label: the book's and the modules'."""
     prefixes = {label.split("-")[0] for label in labels if "-" in label}
-    prefixes |= {p.stem.lstrip("_") for p in PACKAGE.glob("*.py")} | {"se"}
+    prefixes |= {p.stem.lstrip("_") for p in PACKAGE.glob("*.py")} | {"deep", "se"}
     return prefixes - {""}
 
 

@@ -268,7 +268,8 @@ def test_divergence_detected_and_reported(key):
 def test_divergence_status_loss_and_nonfinite():
     # the loss criterion: a loss above LOSS_FACTOR times its reference is reported with its step;
     # a non-finite loss is reported with the step where it appeared
-    from aim_tutorial.gd import LOSS_FACTOR, _divergence
+    from aim_tutorial._students import divergence as _divergence
+    from aim_tutorial.gd import LOSS_FACTOR
 
     loss = np.array([[1.0, 2.0, 5 * LOSS_FACTOR], [1.0, np.inf, np.nan], [1.0, 0.5, 0.2]])
     div, status = _divergence(loss, np.array([1.0, 1.0, 0.1]), np.ones((3, 1)), [1.5], np.ones(3), 3)
@@ -529,10 +530,10 @@ def test_zero_tokens_refused_naming_T(key):
 def test_divergence_status_names_the_layer():
     """With layers, the status of a student whose norm passed its bound names that layer, counted from 1.
 
-    ``_divergence`` is the report of both ``train_gd`` and ``deep.train_deep_gd``; with ``layered=True`` the
+    ``_students.divergence`` is the report of both ``train_gd`` and ``deep.train_deep_gd``; with ``layered=True`` the
     ``l``-th layer (0-based) is reported as "layer l + 1", the chapter's numbering.
     """
-    from aim_tutorial.gd import _divergence
+    from aim_tutorial._students import divergence as _divergence
 
     loss, final = np.ones((2, 3)), np.ones(2)
     norms = np.array([[1e4, 1.0], [1.0, 1e4]])  # student 0: layer 1 too big, student 1: layer 2
@@ -566,7 +567,7 @@ def test_averaged_errors_refuses_K_zero(key):
 
 
 def test_deep_students_record_errors_per_layer_on_the_last_axis(key):
-    """The shared driver (``_train_students``) puts the records on the last axis, whatever the errors' shape.
+    """The shared driver (``_students.train_students``) puts the records on the last axis, whatever the errors' shape.
 
     ``deep.train_deep_gd`` records one error a layer: ``error_mean`` is ``(L, R + 1)``, its column ``r`` the
     per-layer error of the averaged students after ``record_steps[r]`` steps; the first column is the error of

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import pytest
 
 import aim_tutorial as aim
-from aim_tutorial import amp, amp_device, config, gd
+from aim_tutorial import _students, amp, amp_device, config, gd
 
 _DOT = re.compile(r"dot_general.*precision = \[(\w+), (\w+)\]")
 
@@ -112,7 +112,7 @@ def test_train_gd_products_follow_the_setting(monkeypatch, setting, expected):
     else:
         monkeypatch.setenv("AIM_MATMUL_PRECISION", setting)
     texts = []
-    monkeypatch.setattr(gd, "_run_chunk", _Spy(gd._run_chunk, texts))
+    monkeypatch.setattr(_students, "run_chunk", _Spy(_students.run_chunk, texts))  # the driver of train_gd
     d = 8 if setting is None else 9  # a new shape: the precision is fixed when a program is traced
     S, X, y, key = _instance(d, 40)
     gd.train_gd(key, X, y, 0.5, n_init=2, steps=4, record_every=2, dtype="float32", progress=False)

@@ -194,3 +194,17 @@ def test_a_hung_test_run_is_stopped_at_the_timeout_and_leaves_no_process(tmp_pat
     left = subprocess.run(["pgrep", "-f", tag], capture_output=True, text=True).stdout.split()
     assert left == [], left
     assert (tmp_path / "mod.py").read_text() == "x = 1 + 2\n"  # the source is put back
+
+
+def test_each_test_node_of_the_module_map_exists():
+    """A test id in ``MODULES`` (a module's bad-input sweep, the pinned signatures) that pytest does not
+    collect would make every mutant of that module fail its test command before any test runs: a module
+    that is split or renamed changes the sweep's ids (``deep`` became ``deep.model``, ``deep.gd``, ...)."""
+    import subprocess
+    import sys
+
+    nodes = sorted({t for _, tests in mutation.MODULES.values() for t in tests if "::" in t})
+    files = sorted({t.split("::")[0] for t in nodes})
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *files],
+                         cwd=ROOT, capture_output=True, text=True).stdout.split()
+    assert [t for t in nodes if t not in out] == []
