@@ -27,40 +27,26 @@ EXPLORER_WEIGHT_BUDGET = 2.0e6
 # interpolation against direct solves (2e-3). Drawn points are tabulated values: 1e-4.
 TOL_DRAWN, TOL_INTERP = 1e-4, 2e-3
 
-_MARKS = """([id, pattern]) => {
+_MARKS = """([id, pattern, canonical]) => {
   const re = new RegExp(pattern), out = [];
   const keep = d => Object.fromEntries(Object.entries(d || {}).filter(
       ([k, v]) => typeof v === 'number' || typeof v === 'string'));
-  function walk(node) {
-    if (!node) return;
-    if (node.marktype && re.test(node.name || '')) {
-      for (const it of node.items || []) out.push({datum: keep(it.datum), x: it.x, y: it.y,
-                                                   text: it.text === undefined ? null : String(it.text)});
-      return;
-    }
-    for (const it of node.items || []) walk(it);
-  }
-  walk(window.aimViews[id].scenegraph().root);
-  return out;
-}"""
-
-_SNAPSHOT = """([id, pattern]) => {
-  const re = new RegExp(pattern), out = [];
   const r2 = v => Math.round((v || 0) * 100) / 100;
   function walk(node) {
     if (!node) return;
     if (node.marktype && re.test(node.name || '')) {
       for (const it of node.items || []) {
-        const d = Object.entries(it.datum || {}).filter(
-            ([k, v]) => typeof v === 'number' || typeof v === 'string').sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
-        out.push(JSON.stringify([d, r2(it.x), r2(it.y), it.text === undefined ? null : String(it.text)]));
+        const item = {datum: keep(it.datum), x: it.x, y: it.y,
+                      text: it.text === undefined ? null : String(it.text)};
+        out.push(canonical ? JSON.stringify([Object.entries(item.datum).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0),
+                                             r2(item.x), r2(item.y), item.text]) : item);
       }
       return;
     }
     for (const it of node.items || []) walk(it);
   }
   walk(window.aimViews[id].scenegraph().root);
-  return out.sort().join('\\n');
+  return canonical ? out.sort().join('\\n') : out;
 }"""
 
 _SET = """async ([id, name, value]) => {
@@ -115,7 +101,7 @@ class ExplorerPage:
             pass
 
     def marks(self, view, name):
-        return self.page.evaluate(_MARKS, [view, f"^{name}(_\\d+)?_marks$"])
+        return self.page.evaluate(_MARKS, [view, f"^{name}(_\\d+)?_marks$", False])
 
     def set(self, view, name, value):
         return self.page.evaluate(_SET, [view, name, value])
@@ -128,7 +114,7 @@ class ExplorerPage:
         as one canonical string a mark (items sorted, their fields sorted by name, positions to
         0.01 px), made in the page: handing the 2576 cells of the phase explorer's heat map to
         Python as objects took 1.7-2.9 s a snapshot, most of its every-control test."""
-        return {name: self.page.evaluate(_SNAPSHOT, [view, f"^{name}(_\\d+)?_marks$"]) for name in names}
+        return {name: self.page.evaluate(_MARKS, [view, f"^{name}(_\\d+)?_marks$", True]) for name in names}
 
     def close(self):
         self.page.close()
