@@ -229,15 +229,17 @@ def deep_as_aim(hs: Sequence[jax.Array], *, beta: float = 1.0, c: float = 1.0) -
     return out
 
 
-def _deep_forward(hs, beta, c):
+def _deep_forward(hs, beta, c, log_outputs=False):
     """The forward pass of :func:`deep_as_aim` without checks (traceable; ``hs`` a sequence of
-    ``(..., T, T)`` arrays, e.g. the rows of a stacked ``(L, ..., T, T)`` array)."""
+    ``(..., T, T)`` arrays, e.g. the rows of a stacked ``(L, ..., T, T)`` array); with
+    ``log_outputs`` the log-probabilities of the last softmax (by log-sum-exp)."""
     T = hs[0].shape[-1]
     B = jnp.broadcast_to(jnp.eye(T, dtype=hs[0].dtype), hs[0].shape)
     for h in hs[:-1]:
         P = jax.nn.softmax(beta * (B @ h @ jnp.swapaxes(B, -1, -2)), axis=-1)
         B = (c * jnp.eye(T, dtype=h.dtype) + P) @ B
-    return jax.nn.softmax(beta * (B @ hs[-1] @ jnp.swapaxes(B, -1, -2)), axis=-1)
+    last = jax.nn.log_softmax if log_outputs else jax.nn.softmax
+    return last(beta * (B @ hs[-1] @ jnp.swapaxes(B, -1, -2)), axis=-1)
 
 
 def deep_attention_literal(
@@ -312,11 +314,14 @@ def sample_data(
         c: skip strength of deep attention (``channel="deep"`` only).
         label_noise: variance of iid Gaussian noise added to every entry of
             ``y`` after ``g`` (the generic channel's noise), ``>= 0``.
-        log_outputs: ``channel="softmax"`` only: return the log-probabilities
-            ``log softmax(beta h)`` (computed by log-sum-exp, finite at any ``beta``) instead
-            of the probabilities, whose small entries underflow to exactly 0 once
-            ``beta |h_ab - h_ac|`` exceeds about 745 (``beta >= 100`` at ``d`` of a few
-            hundred). GAMP-RIE and the softmax score take them with ``log_outputs=True``.
+        log_outputs: ``channel="softmax"`` or ``"deep"`` only: return the log-probabilities
+            ``log softmax(beta h)`` (of the last layer's ``A_L`` for ``"deep"``; computed by
+            log-sum-exp, finite at any ``beta``) instead of the probabilities, whose small entries
+            underflow to exactly 0 once ``beta |h_ab - h_ac|`` exceeds about 745 (``beta >= 100``
+            at ``d`` of a few hundred) and are exactly 1 or lost to rounding beside 1 from about
+            37 on (two-layer outputs at ``beta = 1``, ``d = 60``). GAMP-RIE and the softmax score
+            take them with ``log_outputs=True``, two-layer GAMP-RIE
+            (:func:`aim_tutorial.deep.deep_gamp_rie`) too.
 
     Returns:
         ``(X, y)`` of shapes ``(n, T, d)`` and ``(n, T, T)``.
@@ -337,8 +342,8 @@ def sample_data(
     label_noise = _checks.nonnegative("label_noise", label_noise)
     log_outputs = _checks.boolean("log_outputs", log_outputs)
     chs = _channels()
-    if log_outputs and (not isinstance(channel, str) or channel != "softmax" or label_noise > 0):
-        raise ValueError("log_outputs=True is defined for channel='softmax' without label_noise only, "
+    if log_outputs and (not isinstance(channel, str) or channel not in ("softmax", "deep") or label_noise > 0):
+        raise ValueError("log_outputs=True is defined for channel='softmax' or 'deep' without label_noise only, "
                          f"got channel={channel!r}, label_noise={label_noise!r}")
     if isinstance(channel, str) and channel != "deep" and channel not in chs.registered():
         raise ValueError(f"channel must be one of {chs.registered() + ('deep',)}, a Channel or a callable, "
@@ -363,7 +368,7 @@ def sample_data(
         d = np.shape(Ss[0])[0]
         X = sample_tokens(k_x, n, T, d)
         hs = [_indices(X, jnp.asarray(S_l)) for S_l in Ss]
-        y = deep_as_aim(hs, beta=beta, c=c)
+        y = _deep_forward(hs, beta, c, log_outputs=True) if log_outputs else deep_as_aim(hs, beta=beta, c=c)
     else:
         if isinstance(S, (list, tuple)):
             raise ValueError("S must be one (d, d) matrix unless channel='deep'")

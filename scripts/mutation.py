@@ -101,6 +101,7 @@ MODULES = {
     "deep.gd": ("aim_tutorial/deep/gd.py", ["tests/test_deep.py", _hostile("deep.gd")]),
     "deep.channel": ("aim_tutorial/deep/channel.py", ["tests/test_deep.py", _hostile("deep.channel")]),
     "deep.state_evolution": ("aim_tutorial/deep/state_evolution.py", ["tests/test_deep.py"]),
+    "deep.gamp": ("aim_tutorial/deep/gamp.py", ["tests/test_deep_gamp.py"]),
     "deep._common": ("aim_tutorial/deep/_common.py", ["tests/test_deep.py"] + _DEEP_HOSTILE),
     "channels.base": ("aim_tutorial/channels/base.py", _CH),
     "channels.softmax": ("aim_tutorial/channels/softmax.py", _CH),

@@ -405,6 +405,21 @@ def test_log_outputs_only_for_the_noiseless_softmax(key):
             aim.sample_data(key, S, 3, 2, log_outputs=True, **kw)
 
 
+def test_deep_log_outputs_are_the_logs_and_keep_what_saturates(key):
+    """``channel="deep"`` with ``log_outputs``: the same draws, the logs of the probabilities where those
+    are not saturated, and finite log-ratios where the probabilities are exactly 0 or 1 in float64."""
+    Ss = aim.deep.sample_deep_teacher(key, 20, [0.5, 0.5])
+    X, y = aim.sample_data(key, Ss, 400, 2, channel="deep", beta=10.0)
+    X2, logy = aim.sample_data(key, Ss, 400, 2, channel="deep", beta=10.0, log_outputs=True)
+    y, logy = np.asarray(y), np.asarray(logy)
+    assert np.array_equal(np.asarray(X), np.asarray(X2))
+    ok = (y > 1e-12) & (y < 1 - 1e-12)
+    np.testing.assert_allclose(logy[ok], np.log(y[ok]), rtol=1e-9, atol=1e-12)
+    # at beta = 10 some outputs saturate in float64 (their log-ratio is lost), the logs keep them finite
+    assert np.any(y == 1.0) and np.all(np.isfinite(logy)) and np.all(logy <= 0)
+    np.testing.assert_allclose(np.exp(logy).sum(axis=-1), 1.0, rtol=1e-12)
+
+
 def test_make_instance_key_scheme(key):
     """The instance is named by its key: the teacher, the data and the algorithm's key from
     one split in three (stored experiments depend on it)."""

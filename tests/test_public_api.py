@@ -23,11 +23,11 @@ def test_module_declares_all_and_every_name_exists(name):
 
 
 def test_deep_exports_the_public_names_of_its_modules_once():
-    """``aim_tutorial.deep`` is a subpackage (issue 49): its ``__all__`` is exactly the union of its four
+    """``aim_tutorial.deep`` is a subpackage (issue 49): its ``__all__`` is exactly the union of its five
     modules' ``__all__``, each name from one module, the same objects, so ``aim_tutorial.deep.<name>`` is
     the one address of each (and the API page documents each once, there)."""
     deep = importlib.import_module("aim_tutorial.deep")
-    mods = [importlib.import_module(f"aim_tutorial.deep.{m}") for m in ("model", "gd", "channel", "state_evolution")]
+    mods = [importlib.import_module(f"aim_tutorial.deep.{m}") for m in ("model", "gd", "channel", "state_evolution", "gamp")]
     names = [n for m in mods for n in m.__all__]
     assert len(set(names)) == len(names) and sorted(names) == sorted(deep.__all__)
     assert all(getattr(deep, n) is getattr(m, n) for m in mods for n in m.__all__)

@@ -24,7 +24,9 @@ with ``h^l`` the attention indices of ``S_l`` on the original tokens
   the L x L conjugate overlap ``q_hat`` (:func:`deep_q_hat`) and a per-layer-RIE
   state evolution that keeps only the diagonal of ``q_hat``
   (:func:`deep_state_evolution_diagonal`): a **conjecture**, tested in the chapter
-  against averaged gradient descent.
+  against averaged gradient descent;
+- **two-layer GAMP-RIE** (:func:`deep_gamp_rie`): the algorithm whose state evolution that
+  per-layer map is, with the score of the same ``log Z_out`` (``T = 2``).
 
 The subpackage has one module a concept, each the two-layer counterpart of a one-layer module:
 
@@ -34,6 +36,8 @@ The subpackage has one module a concept, each the two-layer counterpart of a one
   in the private ``_students.py``, they share);
 - ``deep/channel.py``: the two-layer channel, ``log Z_out`` and ``q_hat`` (as ``channels/``);
 - ``deep/state_evolution.py``: the per-layer state evolution (as ``state_evolution.py``);
+- ``deep/gamp.py``: two-layer GAMP-RIE, one RIE a layer and the joint channel (as ``amp.py``, whose
+  kernel's bookkeeping and stopping rules it runs);
 - ``deep/_common.py`` (private): the checks and settings that several of them share.
 
 Every public name is imported here: ``aim_tutorial.deep.<name>`` is its address (the API page
@@ -47,6 +51,7 @@ attention as an AIM; the multi-layer theory here is this book's.
 from __future__ import annotations
 
 from .channel import DeepQHat, deep_log_zout, deep_q_hat
+from .gamp import DeepGampHistory, DeepGampResult, deep_gamp_rie
 from .gd import DeepGDResult, deep_loss, deep_student_output, train_deep_gd
 from .model import (deep_alpha_count, deep_output, index_covariance, limit_overlap_matrix, observed_maps_to_indices,
                     overlap_matrix, sample_deep_teacher)
@@ -54,9 +59,12 @@ from .state_evolution import DeepSEResult, deep_state_evolution_diagonal
 
 __all__ = [
     "DeepGDResult",
+    "DeepGampHistory",
+    "DeepGampResult",
     "DeepQHat",
     "DeepSEResult",
     "deep_alpha_count",
+    "deep_gamp_rie",
     "deep_log_zout",
     "deep_loss",
     "deep_output",

@@ -1,0 +1,107 @@
+"""Tests of two-layer GAMP-RIE (:mod:`aim_tutorial.deep.gamp`, issue 46 item 3)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import aim_tutorial as aim
+from aim_tutorial import deep
+from aim_tutorial.amp import GampRieOptions
+from aim_tutorial.amp_kernel import Status
+from aim_tutorial.deep import gamp as dg
+
+RHOS = [0.5, 0.5]
+
+
+@pytest.fixture(scope="module")
+def instance():
+    # d = 40, x = alpha (T^2 + T - 2) = 1: below the end of learning of the per-layer state evolution
+    Ss, X, y, n, _ = aim.make_instance(jax.random.key(46), 40, RHOS, 0.25, 2, channel="deep")
+    return Ss, X, y, n
+
+
+def test_one_layer_is_gamp_rie_iterate_for_iterate():
+    """The loop with one layer and the one-layer softmax channel is :func:`aim_tutorial.gamp_rie`: the same
+    errors, predicted errors, q_hat and residuals at every iteration, the same stop."""
+    S, X, y, n, _ = aim.make_instance(jax.random.key(3), 30, 0.5, 0.3, 2)
+    opts = GampRieOptions(init="mean", max_iter=12).validated()
+    ref = aim.gamp_rie(X, y, 0.5, S_true=S, init="mean", max_iter=12)
+    Xd = jnp.asarray(X, jnp.float64)
+    half = dg._one_layer_half("softmax", 1.0)
+    yd = jnp.asarray(y, jnp.float64)
+    r = dg._run(Xd, [0.5], lambda *a: half(*a, y=yd), [jnp.sqrt(0.5) * jnp.eye(30)], [jnp.asarray(S)], True, opts,
+                n / 30**2)
+    assert r.n_iter == ref.n_iter == 12 and r.code is ref.code is Status.MAX_ITER
+    np.testing.assert_allclose(r.history.error[:, 0], ref.history.error, rtol=1e-9)
+    np.testing.assert_allclose(r.history.mmse_pred[:, 0], ref.history.mmse_pred, rtol=1e-9)
+    np.testing.assert_allclose(r.history.q_hat[:, 0, 0], ref.history.q_hat, rtol=1e-9)
+    np.testing.assert_allclose(r.history.residual, ref.history.residual, rtol=1e-7)
+    np.testing.assert_allclose(np.asarray(r.S_hat[0]), np.asarray(ref.S_hat), atol=1e-10)
+
+
+def test_first_q_hat_is_the_state_evolution_s_at_the_start(instance):
+    """From the mean start the overlaps of the means are the state evolution's at V = (1, 1),
+    ``q = Q0 - I``: the first iteration's empirical q_hat (n samples of the score of the same
+    log Z_out) agrees with :func:`deep_q_hat` there within the sampling error of n samples."""
+    Ss, X, y, n = instance
+    r = deep.deep_gamp_rie(X, y, RHOS, S_true=Ss, n_nodes=32, options=GampRieOptions(init="mean", max_iter=1))
+    Q0 = deep.limit_overlap_matrix(RHOS)
+    se = deep.deep_q_hat(jax.random.key(0), 0.25, Q0 - np.eye(2), (1.0, 1.0), n_omega=4000, n_nodes=32)
+    qh = r.history.q_hat[0]
+    assert np.allclose(qh, qh.T)
+    # the spread of the per-sample products, from the state evolution's own draws, over n samples
+    tol = 4 * np.sqrt(2) * se.stderr * np.sqrt(4000 / n) + 4 * se.stderr
+    assert np.all(np.abs(qh - se.q_hat) < tol), (qh, se.q_hat, tol)
+
+
+def test_two_layers_learn_both_layers(instance):
+    """Below the end of learning both layers' errors fall from their start (1 + rho - rho = 1), layer 2
+    (the last, seen more directly) faster, and the run reports why it stopped."""
+    Ss, X, y, n = instance
+    r = deep.deep_gamp_rie(X, y, RHOS, S_true=Ss, n_nodes=32, options=GampRieOptions(init="mean", max_iter=10))
+    e = r.history.error
+    assert e.shape == (10, 2) and r.n_iter == 10 and r.code is Status.MAX_ITER and r.status == "max_iter"
+    assert np.all(e[-1] < 0.75 * e[0]) and e[-1, 1] < e[-1, 0]
+    assert np.all(np.isfinite(r.history.nishimori_ratio)) and np.all(r.history.q_hat[:, [0, 1], [0, 1]] > 0)
+    np.testing.assert_allclose(r.error, e[-1])
+
+
+def test_bad_input_is_refused(instance):
+    Ss, X, y, n = instance
+    with pytest.raises(ValueError, match="rhos must hold two"):
+        deep.deep_gamp_rie(X, y, [0.5])
+    with pytest.raises(ValueError, match="T = 2"):
+        X3 = np.zeros((4, 3, 8))
+        deep.deep_gamp_rie(X3, np.full((4, 3, 3), 1 / 3), RHOS)
+    with pytest.raises(ValueError, match="c must be >= 1"):
+        deep.deep_gamp_rie(X, y, RHOS, c=0.5)
+    with pytest.raises(ValueError, match="n_nodes"):
+        deep.deep_gamp_rie(X, y, RHOS, n_nodes=4)
+    with pytest.raises(ValueError, match="log_outputs=True"):
+        saturated = np.array(y)
+        saturated[0, 0] = [1.0, 0.0]
+        deep.deep_gamp_rie(X, saturated, RHOS)
+    with pytest.raises(ValueError, match="shape"):
+        deep.deep_gamp_rie(X, np.asarray(y)[:-1], RHOS)
+    with pytest.raises(TypeError, match="GampRieOptions"):
+        deep.deep_gamp_rie(X, y, RHOS, options={"max_iter": 3})
+    with pytest.raises(ValueError, match="key"):
+        deep.deep_gamp_rie(X, y, RHOS, options=GampRieOptions(init="prior"))
+    with pytest.raises(ValueError, match="S_true"):
+        deep.deep_gamp_rie(X, y, RHOS, S_true=[Ss[0]])
+
+
+def test_log_outputs_give_the_same_run(instance):
+    """Log-outputs (which keep what float64 probabilities lose once saturated) give the iterates of the
+    probabilities where nothing is saturated."""
+    Ss, X, y, n = instance
+    opts = GampRieOptions(init="mean", max_iter=2)
+    a = deep.deep_gamp_rie(X, y, RHOS, S_true=Ss, n_nodes=16, options=opts)
+    b = deep.deep_gamp_rie(X, np.log(np.asarray(y)), RHOS, S_true=Ss, n_nodes=16, options=opts, log_outputs=True)
+    np.testing.assert_allclose(a.history.error, b.history.error, rtol=1e-10)
+    np.testing.assert_allclose(a.history.q_hat, b.history.q_hat, rtol=1e-10)
+    with pytest.raises(ValueError, match="log-probabilities"):
+        deep.deep_gamp_rie(X, y, RHOS, log_outputs=True)
