@@ -40,6 +40,8 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+
 import csv
 import datetime
 import json
@@ -53,8 +55,8 @@ import numpy as np
 
 from . import _checks
 
-__all__ = ["DataFile", "append_rows", "current_versions", "listed", "make_header", "packaged", "read", "summary", "command_line",
-           "table_text", "write_document", "write_table"]
+__all__ = ["DataFile", "append_rows", "current_versions", "listed", "locked", "make_header", "packaged", "read", "summary",
+           "command_line", "table_text", "write_document", "write_table"]
 
 #: the first header key of a table, which names the format
 MAGIC = "aim_tutorial data"
@@ -254,6 +256,32 @@ def append_rows(path: str, columns: Mapping[str, Sequence], *, add_command: bool
     header["notes"] = list(header["notes"]) + [str(n) for n in notes]
     header["rows"] = len(body) - 1 + len(new_rows)
     _atomic_write(path, _header_text(header) + "\n".join(body + new_rows) + "\n")
+
+
+@contextlib.contextmanager
+def locked(path: str):
+    """Hold an exclusive lock on ``path + ".lock"`` (``fcntl.flock``, POSIX) for the ``with`` block.
+
+    For the parts of a study that append to one file at once: each :func:`append_rows` reads the
+    file and rewrites it, so two processes appending together could lose each other's rows; under
+    the lock they take turns. The lock file stays (``aim_tutorial/data/*.lock`` is ignored by git).
+
+    Example:
+        >>> import os, tempfile
+        >>> from aim_tutorial import datafiles
+        >>> path = os.path.join(tempfile.mkdtemp(), "t.csv")
+        >>> with datafiles.locked(path):
+        ...     os.path.exists(path + ".lock")
+        True
+    """
+    import fcntl
+
+    with open(os.fspath(path) + ".lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def write_document(path: str, content: Any, header: Mapping) -> None:

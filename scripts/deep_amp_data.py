@@ -78,6 +78,33 @@ def main(argv=None):
     p.add_argument("--out", default=DEFAULT_OUT)
     a = p.parse_args(argv)
     command = datafiles.command_line("scripts/deep_amp_data.py", argv)
+    with datafiles.locked(a.out):
+        done = _start(a, command)
+    t_all = time.time()
+    for d in a.d:
+        for s in range(a.seeds):
+            for x in a.x:
+                if (d, round(x, 6), s, a.n_nodes) in done:
+                    continue
+                if a.deadline is not None and time.time() - t_all > a.deadline:
+                    print(f"deadline of {a.deadline:.0f} s reached; the same command continues", flush=True)
+                    return
+                row = run(d, x, s, n_nodes=a.n_nodes, max_iter=a.max_iter)
+                with datafiles.locked(a.out):
+                    datafiles.append_rows(a.out, {c: [v] for c, v in zip(COLS, row)}, add_command=False,
+                                          fmt=".6g")
+                r = dict(zip(COLS, row))
+                print(f"d {d} x {x} seed {s}: err {r['err1']:.4f} {r['err2']:.4f} tail {r['tail1']:.4f} "
+                      f"{r['tail2']:.4f} pred {r['pred1']:.4f} {r['pred2']:.4f} {r['status']} "
+                      f"({r['n_iter']} it, {r['seconds']:.0f} s)", flush=True)
+    with datafiles.locked(a.out):
+        datafiles.append_rows(a.out, {c: [] for c in COLS}, add_command=False,
+                              notes=[f"part wall time {time.time() - t_all:.0f} s ({command})"])
+
+
+def _start(a, command) -> set:
+    """The runs already in ``a.out`` (their keys), after adding this part's command to its header; or a new
+    file with this part's header."""
     done = set()
     if os.path.exists(a.out):
         t = datafiles.read(a.out).table
@@ -103,23 +130,7 @@ def main(argv=None):
                    "status: why the run stopped, the name of its aim_tutorial.amp_kernel.Status; seconds: wall time of the "
                    "run on the machine that ran the part"])
         datafiles.write_table(a.out, {c: [] for c in COLS}, header)
-    t_all = time.time()
-    for d in a.d:
-        for s in range(a.seeds):
-            for x in a.x:
-                if (d, round(x, 6), s, a.n_nodes) in done:
-                    continue
-                if a.deadline is not None and time.time() - t_all > a.deadline:
-                    print(f"deadline of {a.deadline:.0f} s reached; the same command continues", flush=True)
-                    return
-                row = run(d, x, s, n_nodes=a.n_nodes, max_iter=a.max_iter)
-                datafiles.append_rows(a.out, {c: [v] for c, v in zip(COLS, row)}, add_command=False, fmt=".6g")
-                r = dict(zip(COLS, row))
-                print(f"d {d} x {x} seed {s}: err {r['err1']:.4f} {r['err2']:.4f} tail {r['tail1']:.4f} "
-                      f"{r['tail2']:.4f} pred {r['pred1']:.4f} {r['pred2']:.4f} {r['status']} "
-                      f"({r['n_iter']} it, {r['seconds']:.0f} s)", flush=True)
-    datafiles.append_rows(a.out, {c: [] for c in COLS}, add_command=False,
-                          notes=[f"part wall time {time.time() - t_all:.0f} s ({command})"])
+    return done
 
 
 if __name__ == "__main__":

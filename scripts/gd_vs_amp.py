@@ -23,8 +23,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import os
 import time
 
@@ -66,18 +64,6 @@ def data_set(d, T, x, seed, *, rho, n_init, steps, lr, optimizer="adam", max_ite
             a["n_iter"], a["wall_s"], r["single_mean"], r["single_std"], *r["avg_K"], r["e_inf"],
             r["e_inf_se"], r["avg_K"][-1] - a["error"], r["e_inf"] - a["error"], r["final_loss_mean"],
             r["n_finite"], r["seconds"]]
-
-
-@contextlib.contextmanager
-def _locked(path):
-    """Hold an exclusive lock on ``path + ".lock"``: parts that append to one file at once (each append
-    reads the file and rewrites it) take turns instead of losing each other's rows."""
-    with open(path + ".lock", "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _setting(a) -> str:
@@ -139,7 +125,7 @@ def main(argv=None):
         p.error("--n-init must be a power of 2, at least 4")
     cols = columns(a.n_init)
     command = datafiles.command_line("scripts/gd_vs_amp.py", argv)
-    with _locked(a.out):
+    with datafiles.locked(a.out):
         done = _start(a, cols, command)
     t_all = time.time()
     todo = [(d, T, x, s) for d in a.d for T in a.T for s in range(a.first_seed, a.first_seed + a.seeds)
@@ -152,14 +138,14 @@ def main(argv=None):
             break
         row = data_set(d, T, x, s, rho=a.rho, n_init=a.n_init, steps=a.steps, lr=a.lr, optimizer=a.optimizer,
                        max_iter=a.max_iter, variant=a.variant, init_scale=a.init_scale)
-        with _locked(a.out):
+        with datafiles.locked(a.out):
             datafiles.append_rows(a.out, {c: [v] for c, v in zip(cols, row)}, add_command=False, fmt=".6g")
         r = dict(zip(cols, row))
         print(f"d {d} T {T} x {x:.3f} seed {s}: amp {r['amp_error']:.4f} avg{a.n_init} "
               f"{r[f'avg_K{a.n_init}']:.4f} Kinf {r['gd_Kinf']:.4f}±{r['gd_Kinf_se']:.4f} "
               f"({r['amp_seconds']:.1f} + {r['gd_seconds']:.1f} s, total {time.time() - t_all:.0f} s)",
               flush=True)
-    with _locked(a.out):
+    with datafiles.locked(a.out):
         datafiles.append_rows(a.out, {c: [] for c in cols}, add_command=False,
                               notes=[f"part wall time {time.time() - t_all:.0f} s ({command})"])
 

@@ -105,3 +105,32 @@ def test_log_outputs_give_the_same_run(instance):
     np.testing.assert_allclose(a.history.q_hat, b.history.q_hat, rtol=1e-10)
     with pytest.raises(ValueError, match="log-probabilities"):
         deep.deep_gamp_rie(X, y, RHOS, log_outputs=True)
+
+
+def _script(name):
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_deep_amp_script_writes_resumes_and_skips_done_runs(tmp_path):
+    """The data script of chapter 7's finite-d test: a second part keeps the rows there, adds the new
+    ones and its command; a rerun of a run gives its row again (the instance is named by d, x, seed)."""
+    mod = _script("deep_amp_data")
+    out = tmp_path / "deep.csv"
+    args = ["--d", "16", "--x", "1.0", "--seeds", "1", "--n-nodes", "12", "--max-iter", "2", "--out", str(out)]
+    mod.main(args)
+    mod.main(args[:3] + ["1.2"] + args[3:])  # x = 1.0 kept, x = 1.2 added
+    got = aim.datafiles.read(out)
+    tab = got.table
+    assert got.header["rows"] == 2 and len(got.header["commands"]) == 2 and list(tab["x"]) == [1.0, 1.2]
+    assert set(tab["status"]) <= {s.name.lower() for s in Status} and np.all(tab["n_iter"] <= 2)
+    row = mod.run(16, 1.0, 0, n_nodes=12, max_iter=2)
+    assert row[mod.COLS.index("err1")] == pytest.approx(tab["err1"][0], rel=1e-5)
+    # the state evolution's map at the run's last V, beside the algorithm's own q_hat
+    assert np.all(tab["map_qh11"] > 0) and np.all(tab["map_se11"] > 0)
