@@ -155,9 +155,9 @@ NOTEBOOK_TOOLTIP = "Download this chapter as a Jupyter notebook (runs in Colab o
 
 def _ships_notebook(app, pagename) -> bool:
     """Whether the page is a chapter with a Colab notebook that this edition may give out."""
-    import aim_colab
+    import aim_toc
 
-    return (bool(aim_colab.CHAPTER.match(pagename))
+    return (pagename in aim_toc.chapters(app.srcdir)
             and Path(app.srcdir, pagename).with_suffix(".ipynb").is_file()
             and getattr(app.config, "aim_edition", "reader") != "student")
 

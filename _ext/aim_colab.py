@@ -1,4 +1,4 @@
-"""The Colab notebooks of the book, generated from the chapters (``book/NN_*.md``).
+"""The Colab notebooks of the book, generated from the chapters (those ``_toc.yml`` numbers: ``aim_toc``).
 
 Run by the HTML build (``build-finished``, see ``aim_book.py``): the numbers of
 equations, figures, propositions and exercises are the ones Sphinx gave them, read
@@ -35,9 +35,9 @@ import re
 import tomllib
 from pathlib import Path
 
+import aim_toc
 import nbformat
 
-CHAPTER = re.compile(r"book/0\d_[a-z0-9_]+$")
 INSTALL_ENV = "AIM_INSTALL_SOURCE"
 # what the install cell keeps of the runtime (pip constraints): Colab's GPU build of JAX
 KEEP = ("jax", "jaxlib", "numpy")
@@ -446,8 +446,9 @@ def write_notebooks(app, exception=None):
     resolver = Resolver(app.env, baseurl, macros, cfg.numfig_format)
     bib = _bib_labels(srcdir / "book" / "references.bib")
     out = Path(app.outdir).parent / "colab"
+    chapters = set(aim_toc.chapters(srcdir))
     for doc in sorted(app.env.found_docs):
-        if not CHAPTER.match(doc):
+        if doc not in chapters:
             continue
         nb = convert(srcdir / f"{doc}.md", doc, resolver, bib, repo_url, rel["version"])
         path = out / f"{doc}.ipynb"

@@ -18,10 +18,11 @@ import json
 import re
 from pathlib import Path
 
+import aim_toc
 import nbformat
 import yaml
 
-from aim_colab import (_SOLUTION_MARK, _SOLUTION_SPLIT, CHAPTER, ChapterConverter, Resolver,
+from aim_colab import (_SOLUTION_MARK, _SOLUTION_SPLIT, ChapterConverter, Resolver,
                        _bib_labels)
 
 _ANCHOR = re.compile(r'<a id="[^"]*"></a>\s*')
@@ -134,7 +135,8 @@ def write_problem_sets(app, exception=None):
     out.mkdir(parents=True, exist_ok=True)
     book_title = cfg.html_title
     pages, listing = [], []
-    for doc in sorted(d for d in app.env.found_docs if CHAPTER.match(d)):
+    chapters = set(aim_toc.chapters(srcdir))
+    for doc in sorted(d for d in app.env.found_docs if d in chapters):
         for solutions in (False, True):
             nb, number, title, count = problem_set(
                 srcdir / f"{doc}.md", doc, resolver, labels,

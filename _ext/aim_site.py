@@ -14,13 +14,13 @@ that the build does not write. The editions (AIM_EDITION) never link them.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
+
+import aim_toc
 
 DOWNLOADS = "downloads"
 STUDENT_ZIP = "aim-tutorial-student-edition.zip"
 STUDENT_DIR = "aim-tutorial-student-edition"
-CHAPTER = re.compile(r"^book/(\d\d)_\w+$")
 LANDING, TEACHING = "book/intro", "book/teaching"
 INSTRUCTOR = ("The instructor edition holds the solutions and each chapter's teaching notes, "
               "so it is built, not published: from a clone of the repository, "
@@ -35,12 +35,8 @@ def enabled(app) -> bool:
 
 def chapters(app) -> list:
     """(number, docname, title) of the numbered chapters, in order."""
-    out = []
-    for doc in sorted(app.env.found_docs):
-        m = CHAPTER.match(doc)
-        if m:
-            out.append((int(m.group(1)), doc, app.env.titles[doc].astext()))
-    return out
+    return [(k, doc, app.env.titles[doc].astext())
+            for doc, k in aim_toc.chapter_numbers(app.srcdir).items() if doc in app.env.found_docs]
 
 
 def problem_set(number: int) -> str:
@@ -98,9 +94,9 @@ def _page_links(app, pagename, templatename, context, doctree):
     if not enabled(app) or not context.get("body"):
         return
     pathto = context["pathto"]
-    m = CHAPTER.match(pagename)
-    if m:
-        line = chapter_line(int(m.group(1)), pagename, pathto)
+    number = aim_toc.chapter_numbers(app.srcdir).get(pagename)
+    if number is not None:
+        line = chapter_line(number, pagename, pathto)
         body = context["body"]
         # under the line that links the notebook (aim_book), else under the title
         at = body.find('<p class="aim-notebook-link">')

@@ -40,6 +40,7 @@ import os
 import re
 from pathlib import Path
 
+import aim_toc
 from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx import addnodes
@@ -53,7 +54,6 @@ logger = logging.getLogger(__name__)
 EDITIONS = ("reader", "student", "instructor")
 META = ("difficulty", "time", "practises", "gpu")
 DIFFICULTY = {1: "routine", 2: "a derivation", 3: "hard"}
-CHAPTER_DOC = re.compile(r"^book/0\d_[a-z0-9_]+$")
 
 # reading speed of technical prose, and the time a line of displayed mathematics takes
 WORDS_PER_MINUTE = 150
@@ -408,7 +408,7 @@ def section_source(markdown: str, label: str) -> str | None:
 
 
 def _chapter_sources(srcdir: Path):
-    return sorted((srcdir / "book").glob("0[0-9]_*.md"))
+    return aim_toc.chapter_sources(srcdir)
 
 
 def reading_time_role(name, rawtext, text, lineno, inliner, options=None, content=None):
@@ -480,7 +480,8 @@ def check_consistency(app, env):
     for label in sorted(set(solutions) - set(exercises)):
         logger.warning(f"a solution to {label!r}, which is not an exercise with metadata")
     notes = getattr(env, "aim_teaching_notes", set())
-    for doc in sorted(d for d in env.found_docs if CHAPTER_DOC.match(d)):
+    chapters = set(aim_toc.chapters(env.srcdir))
+    for doc in sorted(d for d in env.found_docs if d in chapters):
         if doc not in notes:
             logger.warning(f"{doc}: a chapter without teaching notes ({{teaching-notes}})",
                            location=doc)

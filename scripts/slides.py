@@ -35,13 +35,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "_ext"))
+import aim_toc  # noqa: E402  (the chapters, as _toc.yml lists them)
+
 MIN_EQUATIONS, MAX_EQUATIONS = 3, 6
 TAKEAWAYS_PER_SLIDE = 2
 TAKEAWAYS = "Key takeaways"
 # where the decks are, relative to the site's root (the links and images are made relative)
 DECK_DIR = "downloads/slides"
 # the chapters: book/NN_name.md
-CHAPTER = re.compile(r"^(\d\d)_\w+\.md$")
 
 
 class ChapterSourceError(ValueError):
@@ -319,9 +321,14 @@ def _macros() -> dict:
     return config["sphinx"]["config"]["mathjax3_config"]["tex"]["macros"]
 
 
-def deck(md_path: Path, html_dir: Path | None = None, book_title: str = "") -> str:
-    """The reveal.js deck (HTML) of a chapter; ``html_dir``: the built book, or None."""
-    number = int(md_path.name[:2])
+def deck(md_path: Path, html_dir: Path | None = None, book_title: str = "", number: int | None = None) -> str:
+    """The reveal.js deck (HTML) of a chapter; ``html_dir``: the built book, or None; ``number``: the
+    chapter's number (default: the book's, from ``_toc.yml``)."""
+    if number is None:
+        numbers = aim_toc.chapter_numbers(md_path.resolve().parents[1])
+        if f"book/{md_path.stem}" not in numbers:
+            raise ValueError(f"{md_path} is not a chapter of _toc.yml: give its number")
+        number = numbers[f"book/{md_path.stem}"]
     out = outline(md_path.read_text(encoding="utf-8"), number)
     doc = f"book/{md_path.stem}"
     page = BuiltPage(html_dir, doc) if html_dir else None
@@ -382,8 +389,9 @@ def deck(md_path: Path, html_dir: Path | None = None, book_title: str = "") -> s
 """
 
 
-def chapters(book_dir: Path = REPO / "book") -> list:
-    return sorted(p for p in book_dir.glob("*.md") if CHAPTER.match(p.name))
+def chapters(root: Path = REPO) -> list:
+    """The chapters' sources, in the book's order (``_toc.yml``'s numbered parts)."""
+    return aim_toc.chapter_sources(root)
 
 
 def deck_name(md_path: Path) -> str:

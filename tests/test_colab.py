@@ -19,6 +19,7 @@ import types
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import aim_toc
 import nbformat
 import pytest
 import yaml
@@ -31,7 +32,7 @@ VERSION = PROJECT["version"]
 BASEURL = PROJECT["urls"]["Book"]
 RELEASE = f"aim-tutorial @ git+{REPO}@v{VERSION}"
 MACROS = CONFIG["sphinx"]["config"]["mathjax3_config"]["tex"]["macros"]
-CHAPTERS = sorted((ROOT / "book").glob("0[1-9]_*.md"))
+CHAPTERS = aim_toc.chapter_sources(ROOT)
 # Where a link may point besides the published book and the notebook's own anchors.
 PUBLIC_HOSTS = {"doi.org", "arxiv.org", "github.com", "colab.research.google.com"}
 MYST = {

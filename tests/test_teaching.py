@@ -8,10 +8,11 @@ import re
 import sys
 from pathlib import Path
 
+import aim_toc
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CHAPTERS = sorted((ROOT / "book").glob("0[0-9]_*.md"))
+CHAPTERS = aim_toc.chapter_sources(ROOT)
 
 
 def _ext():

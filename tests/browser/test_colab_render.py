@@ -12,12 +12,13 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import aim_toc
 import nbformat
 import pytest
 import yaml
 from book_browser import _COLLECT, _WAIT_FOR_MATHJAX, HTML_DIR, REPO, anchors
 
-NOTEBOOKS = sorted((REPO / "book").glob("0[1-9]_*.ipynb"))
+NOTEBOOKS = [p.with_suffix(".ipynb") for p in aim_toc.chapter_sources(REPO)]
 BASEURL = yaml.safe_load((REPO / "_config.yml").read_text())["html"]["baseurl"]
 OUT = HTML_DIR.parent / "test-artefacts" / "colab_render"
 MATHJAX_DIR = HTML_DIR / "mathjax"

@@ -14,12 +14,14 @@ from functools import lru_cache
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+import aim_toc
 import pytest
 from book_browser import HTML_DIR as HTML
 from book_browser import _soup, book_pages
 
 PAGES = [HTML / p for p in book_pages()]
-CHAPTERS = [p for p in PAGES if re.match(r"0[1-9]_", p.name)]
+NUMBERS = {Path(doc).name: k for doc, k in aim_toc.chapter_numbers().items()}
+CHAPTERS = [p for p in PAGES if p.stem in NUMBERS]
 
 NUMBER = r"(\d+(?:\.\d+)*)"
 KINDS = ("Fig.", "Table", "Listing", "Exercise", "Solution", "Definition", "Proposition", "Theorem",
@@ -28,7 +30,7 @@ KINDS = ("Fig.", "Table", "Listing", "Exercise", "Solution", "Definition", "Prop
 
 
 def _chapter_number(path: Path) -> int:
-    return int(path.name[:2])
+    return NUMBERS[path.stem]
 
 
 def _article(soup):

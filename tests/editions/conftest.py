@@ -10,6 +10,7 @@ import subprocess
 from functools import lru_cache
 from pathlib import Path
 
+import aim_toc
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -17,7 +18,7 @@ BUILDS = {"reader": ROOT / "_build" / "html",
           "student": ROOT / "_build" / "student" / "_build" / "html",
           "instructor": ROOT / "_build" / "instructor" / "_build" / "html"}
 PDF = ROOT / "_build" / "pdf"
-CHAPTERS = sorted((ROOT / "book").glob("0[0-9]_*.md"))
+CHAPTERS = aim_toc.chapter_sources(ROOT)
 SOLUTION = re.compile(r"^```\{solution-start\}\s*(?P<label>\S+)\n(?:.*?\n)?```\s*\n(?P<body>.*?)^```\{solution-end\}",
                       re.M | re.S)
 EXERCISE = re.compile(r"^```\{exercise\}[^\n]*\n:label:\s*(?P<label>\S+)", re.M)
