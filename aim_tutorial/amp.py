@@ -278,17 +278,11 @@ def _block_rows(X) -> int:
     """How many samples of ``X`` ``(n, T, d)`` the ``O(n T d^2)`` products take at a time.
 
     On a CPU, when the tokens take more than :data:`UNBLOCKED_BYTES`, blocks of about
-    :data:`BLOCK_BYTES` of tokens. One product over all ``n`` samples writes ``(n, T, d)``
-    temporaries (133 MB each at ``d = 400``, ``n = 20800``, ``T = 2``). The C library maps
-    blocks this large afresh at every call, and the kernel zero-fills them: 0.13 s of system
-    time per iteration. They also do not stay in cache. In blocks of 4 MB an iteration took
-    0.23 s instead of 0.30 s at ``d = 400``, 78 ms instead of 117 ms at ``d = 300``, and 49 ms
-    instead of 88 ms at ``d = 300`` in float32 (28 MB of tokens: the C library's threshold for
-    mapping moves with the sizes freed, up to 32 MB, and mapped blocks of this size still came
-    and went). At ``d = 200`` (``alpha = 0.13``, 17 MB in float64, 8 MB in float32) the times
-    with and without blocks were the same within their spread; below 16 MB the sums keep their
-    order. On a GPU or TPU all samples are done at once (``n``): its allocator keeps its
-    buffers, and small blocks would leave it idle.
+    :data:`BLOCK_BYTES` of tokens: one product over all ``n`` samples writes temporaries so large
+    that the C library maps them afresh at every call (zero-filled by the kernel, and out of
+    cache); below 16 MB the sums keep their order. On a GPU or TPU all samples are done at once
+    (``n``): its allocator keeps its buffers, and small blocks would leave it idle. Measured:
+    the benchmarks page, ``benchmarks/design_history.json``.
     """
     n, T, d = X.shape
     itemsize = jnp.dtype(X.dtype).itemsize
@@ -304,12 +298,10 @@ def _quadratic_forms(X, S):
     ``(n T, d) x (d, d)`` product, then the ``T^2`` dot products of each sample, in blocks of
     samples on a CPU when ``X`` is large (:func:`_block_rows`).
 
-    A jitted function of its own, called before the rest of the half step: XLA on a CPU (jax
-    0.10.2) gave the product 142 ms at ``n = 20800``, ``T = 2``, ``d = 400`` in a program of
-    its own, but in one program with the elementwise operations that follow it fuses those
-    too, and the same product took 230 ms (in blocks it now takes 70 ms). The sum is a
-    broadcast product, not ``einsum("nad,nbd->nab")``, which XLA runs as ``n`` tiny products
-    one at a time (185 ms against 10 for the sum). Benchmark: ``benchmarks/gamp_targets.py``.
+    A jitted function of its own, called before the rest of the half step: in one program with
+    the elementwise operations that follow it XLA fuses them and the product slows down. The sum
+    is a broadcast product, not ``einsum("nad,nbd->nab")``, which XLA runs as ``n`` tiny
+    products one at a time. Measured: the benchmarks page, ``benchmarks/design_history.json``.
     """
     n, T, d = X.shape
 
@@ -798,9 +790,7 @@ def one_blas_thread():
     :func:`gamp_rie` runs its iterations in it. XLA runs the output half of an iteration on its
     own threads; the eigendecomposition (LAPACK, reached through SciPy) and the host's RIE run on
     OpenBLAS's, which keep spinning for a while after each call and take the cores from XLA's
-    next program. On 2 cores the hardmax half step at ``d = 80`` took 45 ms after an
-    eigendecomposition against 24 ms with one BLAS thread, and the softmax run of
-    ``benchmarks/gamp_targets.py`` went from 0.42 to 0.27 s. Use it around hand-written loops of
+    next program (measured: the benchmarks page, ``benchmarks/design_history.json``). Use it around hand-written loops of
     :func:`gamp_rie_step` too. It wraps ``threadpoolctl.threadpool_limits(1, "blas")``.
 
     Example:

@@ -86,18 +86,12 @@ def _program(half_step, options: _amp.GampRieOptions, rho: float, has_truth: boo
     ``one_at_a_time`` (on a CPU): the instances one after another inside the program, each its
     own loop until it stops (``lax.map`` over the instances of a ``while_loop``), not all at once
     under ``vmap``. On a CPU ``vmap`` gained nothing the cores were not already doing and cost
-    more: XLA (jax 0.10.2) fused the batched product ``X S`` with the sums that follow it into
-    one kernel that took 37-57 ms per iteration of 8 instances at ``d = 80``, ``n = 6400`` (the
-    profiler) where one instance's took 2.6 ms; an instance that stops early still ran until
-    half of the batch had stopped; and every batch size the batch shrinks to was a program to
-    compile. 8 instances (``benchmarks/gamp_targets.py batch``, two runs each) took, hardmax
-    ``alpha = 1``: 2.43-2.64 s warm, 15-18.6 s cold under ``vmap``, 2.18-2.36 s and 5.7-6.5 s one
-    after another; softmax ``alpha = 0.3``: 0.82-0.93 s and 6.8-7.6 s, 0.78-0.90 s and
-    2.7-3.3 s. On several host devices that share a CPU's threads ``vmap`` also hung: the
-    eigendecompositions are then one batched LAPACK call, which splits the batch over the shared
-    thread pool and waits for its parts inside a pool thread; with every pool thread of every
-    device waiting so, none was left to run the parts (four forced host devices on 2 cores, two
-    instances per device, ``d >= 36``).
+    more: XLA fused the batched product ``X S`` with the sums that follow it into one slow
+    kernel, an instance that stops early still ran until half of the batch had stopped, and
+    every batch size was a program to compile. On several host devices that share a CPU's
+    threads ``vmap`` also hung: the eigendecompositions are then one batched LAPACK call that
+    waits for its parts inside a pool thread, and with every pool thread of every device waiting
+    so, none was left to run them. Measured: the benchmarks page, ``benchmarks/design_history.json``.
     """
     o = options
     policy = _amp.GampRieStopPolicy.from_options(o, rho)
@@ -282,10 +276,7 @@ def _run_streams(run, st, X, y, S_ref, alpha, device, streams: int):
 
     Why: one instance's iteration does not keep the cores busy (its eigendecomposition, its RIE and
     much of its score run on one thread), and XLA runs programs called from several threads at
-    once. On 2 cores, 8 hardmax instances (``d = 80``, ``alpha = 1``) took 2.28-2.40 s in two
-    streams, 2.54-2.63 s in one, and 2.80-2.87 s as one call that ran the eight one after another
-    (softmax ``alpha = 0.3``: 0.83-0.85, 1.06-1.09 and 1.16-1.77 s; four runs each, taking turns).
-    Three or four streams on 2 cores gave the same times as two."""
+    once; three or four streams on 2 cores were no faster than two. Measured: the benchmarks page, ``benchmarks/design_history.json``."""
     B = X.shape[0]
 
     def one(b):  # instance b's arrays, sliced when its turn comes (not all copied at once)

@@ -168,15 +168,9 @@ def algorithm_products(fn):
 
 
 #: XLA options of GAMP-RIE's programs (:func:`gamp_jit`). On a CPU, XLA's newer fusion emitters
-#: (the default in jax 0.10.2) compile these programs 1.3-2.1 times slower than its older ones
-#: and run them no faster. On 2 cores: the output half step of softmax, T = 3, d = 150 compiled
-#: in 0.10-0.12 s against 0.18-0.21 s and the prior step in 0.035-0.043 s against 0.058 s; the
-#: warm runs of ``benchmarks/gamp_targets.py small`` and ``big`` took the same time (within the
-#: 10 % a shared machine moves), and ``gamp_rie_batch``'s program for 8 hardmax instances at
-#: d = 80 (``batch``) ran in 1.64-1.87 s against 1.99-2.13 s while it took the instances one after
-#: another in one call (one call an instance, two at a time, on another 2-core machine: 2.29-2.38 s
-#: against 2.39-2.41 s, within noise). Gradient descent keeps XLA's
-#: defaults: its 32 students x 1000 steps at d = 100 took the same time either way. The
+#: compile these programs more slowly than its older ones and run them no faster; gradient
+#: descent, which gained nothing either way, keeps XLA's defaults (measured: the benchmarks page,
+#: ``benchmarks/design_history.json``). The
 #: options apply to CPU programs only (:func:`gamp_jit` compiles without them for a GPU or TPU).
 #: The option changes how XLA writes the elementwise loops, so results can move at rounding
 #: level. ``AIM_XLA_OPTIONS=default`` (set before importing :mod:`aim_tutorial`) gives XLA's

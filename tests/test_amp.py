@@ -41,7 +41,7 @@ def test_prior_input_equals_naive_sum(key):
 
 def test_gamp_programs_are_compiled_with_the_gamp_compiler_options():
     """The host loop's three programs and gamp_rie_batch's carry GAMP_COMPILER_OPTIONS (XLA's
-    older CPU fusion emitters: 1.3-2.1x faster compiles, the same run time; see config)."""
+    older CPU fusion emitters: faster compiles, the same run time; benchmarks/design_history.json)."""
     from aim_tutorial import amp_device
     from aim_tutorial.config import GAMP_COMPILER_OPTIONS
 

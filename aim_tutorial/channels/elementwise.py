@@ -591,9 +591,8 @@ def _noisy_point(f, sigma2, kinks, q_s, v, n_pan=None, n_y=None):
             spread = float(np.max(view.max(axis=1) - view.min(axis=1)))
         n_y = _bucket((spread + 20 * sig) / (sig / 2), 128, 1 << 15)
     n_h = (n_pan + len(kinks)) * 8
-    # omega nodes a pass: the kernel's (batch, n_y, n_h) block about 2.4 MB, in cache (4e6 elements,
-    # 32 MB, made every pass wait on memory: a 65-point table 6.5 s against 3.0 s, idle 2 cores,
-    # the same numbers to 3e-15)
+    # omega nodes a pass: the kernel's (batch, n_y, n_h) block about 2.4 MB, in cache (32 MB blocks
+    # made every pass wait on memory: benchmarks/design_history.json)
     batch = max(1, int(3e5 // (n_y * n_h)))
     I, L = _entry_se_noisy_jit(f, sigma2, kinks, n_pan, n_y, batch, jnp.asarray(x), jnp.asarray(w), float(v))
     return float(I), float(L)

@@ -105,8 +105,7 @@ def _log_phi2(k1, k2, c, n_nodes: int = 64):
     t = eps * (ev - 1)
     interior = (m0 <= k1)[..., None]
     # the nodes and weights of the rule that applies, then the integrand once: log_ndtr at n_nodes
-    # points, not at both rules' 2 n_nodes (the same values; the hardmax half step at d = 80,
-    # alpha = 1 went from 50 to 38 ms)
+    # points, not at both rules' 2 n_nodes (the same values, faster: benchmarks/design_history.json)
     x = jnp.where(interior, a + (b - a) * _GL_X, k1[..., None] - t)
     log_w = jnp.where(interior, jnp.log((b - a) * _GL_W), jnp.log(eps * kap * ev * _GL_W))
     return logsumexp(log_w + L(x), axis=-1)
@@ -127,8 +126,8 @@ def _log_phi2_tangent(k1, k2, c, out, tangents):
 @_log_phi2.defjvp
 def _log_phi2_jvp(n_nodes, primals, tangents):
     """The derivatives of ``log Phi_2`` in closed form (:func:`_log_phi2_tangent`). In a GAMP-RIE
-    iteration the score's derivatives go through these: the hardmax half step at ``d = 80``,
-    ``alpha = 1`` took 76 ms with autodiff through the quadrature."""
+    iteration the score's derivatives go through these, not autodiff through the quadrature (slower:
+    the benchmarks page, ``benchmarks/design_history.json``)."""
     k1, k2, c = jnp.broadcast_arrays(*primals)
     out = _log_phi2(k1, k2, c, n_nodes)
     return out, _log_phi2_tangent(k1, k2, c, out, tangents)
@@ -147,11 +146,8 @@ def _third_rule(n):
 _THIRD_NODES = 16
 _THIRD_SIN, _THIRD_COS2, _THIRD_LOGW = _third_rule(_THIRD_NODES)
 _THIRD_SPREAD_EDGE, _THIRD_SPREAD_BUMP = 20.0, 6.0  # how much the log-integrand may vary over the nodes
-# the quadrature of _log_phi2 runs on 1/_THIRD_BATCH of the entries at a time. In GAMP-RIE runs
-# (d = 80, alpha = 1, three instances, 30 iterations each) 0-28 of the 6,400 samples needed it after
-# the first two iterations (58-81 in the first): 32 entries a pass at 6,400, where 1/32 computed 200;
-# 8 instances one after another took 3.21-3.53 s against 3.71-3.76 s, as one batch 2.14-2.23 s
-# against 2.32-2.44 s (two runs each, 2 cores), the same errors
+# the quadrature of _log_phi2 runs on 1/_THIRD_BATCH of the entries at a time: after the first
+# iterations of a GAMP-RIE run few samples need it (measured: benchmarks/design_history.json)
 _THIRD_BATCH = 200
 
 
@@ -186,8 +182,7 @@ def _log_phi2_third(k1, k2, c):
     """``log Phi_2(k1, k2; c)``, fast at ``c = +-1/3`` (the hardmax channel's; any other ``c``,
     ``|c| <= 1/3``, goes to :func:`_log_phi2` whole): the value of :func:`_log_phi2`, closer to the
     exact one (median error 3e-17 against 8e-16 relative to ``max(1, |log Phi_2|)``, mpmath at 60
-    digits and more), in a ninth of its time at the samples of a GAMP-RIE run (1.5 ms against
-    13.8 ms for 6,400 samples, ``d = 80``, ``alpha = 1``).
+    digits and more), in a ninth of its time at the samples of a GAMP-RIE run (the benchmarks page, ``benchmarks/design_history.json``).
 
     Plackett's identity with ``t = sin(theta)`` (the form of Drezner and Wesolowsky; Genz 2004,
     Statistics and Computing 14, 251): ``Phi_2 = Phi(k1) Phi(k2) + I``, ``I = (1 / 2 pi)
