@@ -13,7 +13,10 @@ Why one table serves all controls (chapter 9, replica predictions): the softmax
 error depends on ``alpha`` and ``T`` only through ``x = alpha (T^2 + T - 2)`` and
 not at all on ``beta``; the linear channel is the same curve at
 ``x = alpha (T^2 + T)``, and so is the sigmoid channel (an invertible map of ``h``:
-chapter 4). The ReLU channel ``y = max(h, 0)/T`` has its own curve, again one for
+chapter 4). The causal softmax (chapter 8) is the softmax curve at ``x = alpha (T^2 - T)``: a
+masked row ``a`` reveals ``a - 1`` of its indices, ``T (T - 1) / 2`` directions in all against
+``(T^2 + T - 2) / 2``, and its state evolution is the softmax's at the rescaled ``alpha``
+(an identity, for every ``beta`` and noise). The ReLU channel ``y = max(h, 0)/T`` has its own curve, again one for
 every ``T`` in ``x = alpha (T^2 + T)`` (ReLU is positively homogeneous: chapter 4,
 section on elementwise maps). The hardmax channel has its own curves (``T = 2``).
 
@@ -58,17 +61,17 @@ __all__ = [
     "show",
 ]
 
-CHANNELS = ("softmax", "linear", "sigmoid", "relu", "hardmax")
+CHANNELS = ("softmax", "causal_softmax", "linear", "sigmoid", "relu", "hardmax")
 #: The environment variable the book's build sets (``_ext/aim_book.py``): charts
 #: are then written as inline HTML that loads the Vega bundle shipped with the page.
 BOOK_BUILD_ENV = "AIM_BOOK_BUILD"
-PHASE_CHANNELS = ("softmax", "linear", "sigmoid", "relu")
+PHASE_CHANNELS = ("softmax", "causal_softmax", "linear", "sigmoid", "relu")
 T_RANGE = (2, 8)
 LOG10_BETA_RANGE = (-2.0, 2.0)
 _TABLE_IDS = {"softmax": 0, "hardmax": 1, "hardmax-published": 2, "relu": 3}
 #: the table each channel of the explorers is drawn from
-TABLE_OF = {"softmax": "softmax", "linear": "softmax", "sigmoid": "softmax", "relu": "relu",
-            "hardmax": "hardmax"}
+TABLE_OF = {"softmax": "softmax", "causal_softmax": "softmax", "linear": "softmax", "sigmoid": "softmax",
+            "relu": "relu", "hardmax": "hardmax"}
 
 
 class Tables(NamedTuple):
@@ -121,10 +124,12 @@ def load_tables(path: str | None = None) -> Tables:
 
 
 def samples_per_token_pair(T: int, channel: str) -> int:
-    """``K`` with ``x = alpha K``: ``T^2 + T - 2`` (softmax), ``T^2 + T`` (linear, sigmoid,
-    ReLU), 1 (hardmax)."""
+    """``K`` with ``x = alpha K``: ``T^2 + T - 2`` (softmax), ``T^2 - T`` (causal softmax),
+    ``T^2 + T`` (linear, sigmoid, ReLU), 1 (hardmax)."""
     if channel == "softmax":
         return alpha_scale(T)
+    if channel == "causal_softmax":
+        return alpha_scale(T, "causal")
     if channel in ("linear", "sigmoid", "relu"):
         return alpha_scale(T, "entrywise")
     if channel == "hardmax":
@@ -289,7 +294,8 @@ def error_curve_explorer(tables: Tables | None = None, width: int = 460, height:
         amax=_slider(alt, "alpha_to", 1, 100, 1, 100, "α to, % of table"),
         acur=_slider(alt, "alpha", 0.0, 1.0, 0.001, 0.1, "cursor α"),
     )
-    K = "(channel == 'softmax' ? T * T + T - 2 : channel == 'hardmax' ? 1 : T * T + T)"
+    K = ("(channel == 'softmax' ? T * T + T - 2 : channel == 'causal_softmax' ? T * T - T : "
+         "channel == 'hardmax' ? 1 : T * T + T)")
     PR = f"(channel == 'relu' ? 2 : 1) * (rho <= 1 ? 2 * rho - rho * rho : 1) / {K}"
     # the tabulated range of alpha for this channel and T: the softmax table ends at
     # x = X_MAX, the ReLU one at X_RELU, the hardmax one spans [A_MIN, A_MAX]
@@ -387,7 +393,7 @@ def phase_explorer(tables: Tables | None = None, width: int = 420, height: int =
                    "cursor ρ"),
         ac=_slider(alt, "cursor_alpha", 0.0, float(x0[-1]) / 4, 0.001, 0.1, "cursor α"),
     )
-    K = "(channel == 'softmax' ? T * T + T - 2 : T * T + T)"
+    K = "(channel == 'softmax' ? T * T + T - 2 : channel == 'causal_softmax' ? T * T - T : T * T + T)"
     x_top = f"(channel == 'relu' ? {float(tab.x[tab.table == 3].max())} : {float(x0[-1])})"
     base = (_chart(alt, tab, ("softmax", "relu"))
             .transform_filter("datum.noise == noise && datum.t == (channel == 'relu' ? 3 : 0)")

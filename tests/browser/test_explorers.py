@@ -205,7 +205,8 @@ SETTINGS = [dict(rho=0.5, T=3, channel="softmax", noise=0.05, alpha=0.021),
             dict(rho=1.5, T=2, channel="linear", noise=0.0, alpha=0.07),
             dict(rho=0.2, T=2, channel="hardmax", noise=0.2, alpha=0.5),
             dict(rho=0.5, T=3, channel="relu", noise=0.0, alpha=0.09),
-            dict(rho=0.75, T=4, channel="sigmoid", noise=0.05, alpha=0.02)]
+            dict(rho=0.75, T=4, channel="sigmoid", noise=0.05, alpha=0.02),
+            dict(rho=0.3, T=3, channel="causal_softmax", noise=0.0, alpha=0.05)]
 
 
 @pytest.mark.parametrize("st", SETTINGS, ids=lambda s: s["channel"])
@@ -269,7 +270,8 @@ def test_every_control_of_the_phase_explorer_moves_the_drawing(open_page):
     _move_each_control(page, view, PHASE_MOVES, ("heat", "cursor", "readout"))
     # the cursor reads off the state evolution
     for rho, alpha, T, noise, channel in ((0.3, 0.04, 2, 0.0, "softmax"), (1.25, 0.02, 3, 0.05, "softmax"),
-                                          (0.5, 0.1, 2, 0.0, "relu"), (0.75, 0.03, 3, 0.2, "relu")):
+                                          (0.5, 0.1, 2, 0.0, "relu"), (0.75, 0.03, 3, 0.2, "relu"),
+                                          (0.5, 0.2, 2, 0.05, "causal_softmax")):
         for name, value in (("T", T), ("noise", noise), ("channel", channel), ("cursor_rho", rho),
                             ("cursor_alpha", alpha)):
             page.set(view, name, value)
