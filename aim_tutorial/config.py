@@ -439,6 +439,7 @@ _SIZES = {
             "amp-hardmax": dict(rho=0.5, d=24, alphas=(0.3, 1.0), seeds=1, max_iter=60, n_line=8),
             "gd": dict(d=16, rho=0.5, T=(2,), x=(0.2, 0.6), seeds=1, n_init=2, steps=50, lr=0.1),
             "deep": dict(d=12, rhos=(0.5, 0.5), T=2, c=1.0, x=(1.0, 3.0), n_init=2, steps=50, lr=0.1),
+            "causal": dict(rho=0.5, T=3, d=40, alphas=(0.05, 0.1), seeds=1, max_iter=60, n_line=24),
         },
         "book": {
             "softmax-se": dict(rho=0.5, T=(2, 3, 4, 6), n_alpha=256),
@@ -452,6 +453,9 @@ _SIZES = {
                        lr=0.1),
             "deep": dict(d=30, rhos=(0.5, 0.5), T=2, c=1.0, x=(0.5, 1.0, 1.5, 2.0, 3.0, 4.0), n_init=4,
                          steps=1000, lr=0.1),
+            # alpha / alpha_PR = 0.2, 0.4, 0.6, 0.8, 0.9, 1.1, 1.2 at alpha_PR = 0.75 / 6 (chapter 8's ratios)
+            "causal": dict(rho=0.5, T=3, d=80, alphas=(0.025, 0.05, 0.075, 0.1, 0.1125, 0.1375, 0.15), seeds=2,
+                           max_iter=200, n_line=128),
         },
         "paper": {
             "softmax-se": dict(rho=0.5, T=(2, 3, 4, 5, 6), n_alpha=1024),
@@ -465,6 +469,8 @@ _SIZES = {
                        seeds=3, n_init=32, steps=1000, lr=0.1),
             "deep": dict(d=100, rhos=(0.5, 0.5), T=2, c=1.0, x=(0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0), n_init=8,
                          steps=1000, lr=0.1),
+            "causal": dict(rho=0.5, T=3, d=200, alphas=(0.025, 0.05, 0.075, 0.1, 0.1125, 0.1375, 0.15), seeds=4,
+                           max_iter=300, n_line=256),
         },
     },
     "replica": {

@@ -44,6 +44,7 @@ The figures:
 ``gd-single``             single gradient-descent students against the MMSE (chapter 6)
 ``gd-averaged``           students averaged over initialisations against the MMSE (chapter 6)
 ``deep``                  two-layer students on deep attention, error per layer (chapter 7)
+``causal``                GAMP-RIE on causal-softmax data against its state evolution (chapter 8)
 ========================  ==============================================================
 
 The gradient-descent and deep figures run the same experiment as
@@ -265,7 +266,7 @@ def _amp_points(sz, seed, progress, channel, scores_se):
 
     from .state_evolution import solve_state_evolution
 
-    rho, d, T = sz["rho"], sz["d"], 2
+    rho, d, T = sz["rho"], sz["d"], sz.get("T", 2)
     alphas = np.asarray(sz["alphas"], dtype=float)
     rows = []
     # the seeds of one alpha together: one program over every accelerator (amp_runs), one after
@@ -295,6 +296,10 @@ def _compute_amp_se(sz, seed, progress):
 
 def _compute_amp_hardmax(sz, seed, progress):
     return _amp_points(sz, seed, progress, "hardmax", [(0, "exact"), (1, "published")])
+
+
+def _compute_causal(sz, seed, progress):
+    return _amp_points(sz, seed, progress, "causal_softmax", [(0, "exact")])
 
 
 def _mean_std_by(x, v, ok):
@@ -455,6 +460,8 @@ FIGURES = {
                    functools.partial(_plot_gd, which="averaged")),
         FigureSpec("deep", "two-layer students on deep attention: error per layer",
                    "book only (the paper has L = 1); chapter 7", _compute_deep, _plot_deep),
+        FigureSpec("causal", "GAMP-RIE on causal-softmax data against its state evolution, T = 3",
+                   "book only (the paper has no mask); chapter 8", _compute_causal, _plot_amp),
     )
 }
 
