@@ -56,7 +56,7 @@ import numpy as np
 from . import _checks
 
 __all__ = ["DataFile", "append_rows", "current_versions", "listed", "locked", "make_header", "packaged", "read", "summary",
-           "command_line", "table_text", "write_document", "write_table"]
+           "command_line", "remove_rows", "table_text", "write_document", "write_table"]
 
 #: the first header key of a table, which names the format
 MAGIC = "aim_tutorial data"
@@ -256,6 +256,28 @@ def append_rows(path: str, columns: Mapping[str, Sequence], *, add_command: bool
     header["notes"] = list(header["notes"]) + [str(n) for n in notes]
     header["rows"] = len(body) - 1 + len(new_rows)
     _atomic_write(path, _header_text(header) + "\n".join(body + new_rows) + "\n")
+
+
+def remove_rows(path: str, where, *, add_command: bool = True, command: Optional[str] = None,
+                notes: Sequence[str] = ()) -> int:
+    """Remove the rows of a table for which ``where(row)`` is true (``row``: a dict of the row's
+    values as :func:`read` gives them), for a study that computes them again; the other rows are
+    kept byte for byte, the header gains ``command`` (default: this process's; none with
+    ``add_command=False``) and ``notes``. Returns how many rows were removed."""
+    path = os.fspath(path)
+    old = read(path)
+    with open(path, encoding="utf-8") as f:
+        body = [ln for ln in f.read().splitlines() if ln.strip() and not ln.startswith("#")]
+    t = old.table
+    drop = [bool(where({c: t[c][i] for c in old.columns})) for i in range(len(t))]
+    header = dict(old.header)
+    if add_command:
+        header["commands"] = list(header["commands"]) + [command if command is not None else _this_command()]
+    header["notes"] = list(header["notes"]) + [str(n) for n in notes]
+    kept = [body[0]] + [ln for ln, d in zip(body[1:], drop) if not d]
+    header["rows"] = len(kept) - 1
+    _atomic_write(path, _header_text(header) + "\n".join(kept) + "\n")
+    return sum(drop)
 
 
 @contextlib.contextmanager

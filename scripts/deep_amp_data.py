@@ -75,10 +75,15 @@ def main(argv=None):
     p.add_argument("--max-iter", type=int, default=80)
     p.add_argument("--deadline", type=float, default=None,
                    help="stop before a run once this many seconds have passed (a part of the study)")
+    p.add_argument("--redo", nargs="+", default=(), metavar="STATUS",
+                   help="remove the runs of these --d, --x, --seeds and --n-nodes that stopped with one of these "
+                        "statuses (say collapse) and run them again")
     p.add_argument("--out", default=DEFAULT_OUT)
     a = p.parse_args(argv)
     command = datafiles.command_line("scripts/deep_amp_data.py", argv)
     with datafiles.locked(a.out):
+        if a.redo and os.path.exists(a.out):
+            _remove(a, command)
         done = _start(a, command)
     t_all = time.time()
     for d in a.d:
@@ -100,6 +105,23 @@ def main(argv=None):
     with datafiles.locked(a.out):
         datafiles.append_rows(a.out, {c: [] for c in COLS}, add_command=False,
                               notes=[f"part wall time {time.time() - t_all:.0f} s ({command})"])
+
+
+def _remove(a, command) -> None:
+    """Remove the runs of this part that stopped with a status of ``a.redo``, saying so in the header."""
+    xs = {round(x, 6) for x in a.x}
+
+    def mine(r):
+        return (int(r["d"]) in a.d and round(float(r["x"]), 6) in xs and int(r["seed"]) < a.seeds
+                and int(r["n_nodes"]) == a.n_nodes and str(r["status"]) in a.redo)
+
+    gone = [r for r in datafiles.read(a.out).table if mine(r)]
+    note = (f"removed to run again ({command}): " + "; ".join(
+        f"d {int(r['d'])} x {float(r['x']):g} seed {int(r['seed'])} ({r['status']} at iteration {int(r['n_iter'])})"
+        for r in gone)) if gone else f"nothing to remove ({command})"
+    if gone:
+        datafiles.remove_rows(a.out, mine, add_command=False, notes=[note])
+    print(note, flush=True)
 
 
 def _start(a, command) -> set:

@@ -111,6 +111,7 @@ MODULES = {
     "channels.relu": ("aim_tutorial/channels/relu.py", _EW),
     "channels.sigmoid": ("aim_tutorial/channels/sigmoid.py", _EW),
     "channels.generic": ("aim_tutorial/channels/generic.py", _CH + [_hostile("channels.generic")]),
+    "datafiles": ("aim_tutorial/datafiles.py", ["tests/test_datafiles.py", "tests/test_deep_gamp.py"]),
 }
 
 # every module's mutants also meet the pinned public signatures (a default moved by one, a "*" of the

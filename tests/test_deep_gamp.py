@@ -69,6 +69,38 @@ def test_two_layers_learn_both_layers(instance):
     np.testing.assert_allclose(r.error, e[-1])
 
 
+def test_a_collapse_is_confirmed_on_every_sample(instance, monkeypatch):
+    """A Nishimori ratio at or above max_ratio on the first check_samples samples is computed again on
+    all n: where all samples say the ratio is fine the run goes on as if nothing happened (same
+    iterates), where they agree it stops as a collapse at that iteration."""
+    Ss, X, y, n = instance
+    opts = GampRieOptions(init="mean", max_iter=6)
+    ref = deep.deep_gamp_rie(X, y, RHOS, S_true=Ss, n_nodes=16, check_samples=64, options=opts)
+    real = dg._deep_output_half
+    calls = []
+
+    def noisy(*args, m, **kw):          # the subsample's ratio is huge at iteration 3; all samples' is
+        out = real(*args, m=m, **kw)    # the real one (say=="fine") or huge too (say=="collapse")
+        calls.append(m)
+        it = calls.count(64)
+        if (m == 64 and it == 3) or (m == n and say == "collapse"):
+            return out[:4] + (jnp.full(2, 50.0),)
+        return out
+
+    monkeypatch.setattr(dg, "_deep_output_half", noisy)
+    say = "fine"
+    r = deep.deep_gamp_rie(X, y, RHOS, S_true=Ss, n_nodes=16, check_samples=64, options=opts)
+    assert calls.count(n) == 1 and r.n_iter == ref.n_iter == 6 and r.code is ref.code
+    np.testing.assert_array_equal(r.history.error, ref.history.error)
+    # the iteration the subsample flagged records the ratio of every sample
+    assert r.history.nishimori_ratio[2].max() < opts.max_ratio
+    calls.clear()
+    say = "collapse"
+    r = deep.deep_gamp_rie(X, y, RHOS, S_true=Ss, n_nodes=16, check_samples=64, options=opts)
+    assert r.code is Status.COLLAPSE and r.n_iter == 3 and r.diverged
+    np.testing.assert_array_equal(r.history.error, ref.history.error[:3])  # the same iterates until then
+
+
 def test_bad_input_is_refused(instance):
     Ss, X, y, n = instance
     with pytest.raises(ValueError, match="rhos must hold two"):
@@ -134,3 +166,21 @@ def test_deep_amp_script_writes_resumes_and_skips_done_runs(tmp_path):
     assert row[mod.COLS.index("err1")] == pytest.approx(tab["err1"][0], rel=1e-5)
     # the state evolution's map at the run's last V, beside the algorithm's own q_hat
     assert np.all(tab["map_qh11"] > 0) and np.all(tab["map_se11"] > 0)
+
+
+def test_deep_amp_script_redoes_the_runs_of_a_status(tmp_path):
+    """--redo STATUS removes this part's runs that stopped so (the other rows byte for byte) and runs
+    them again; the header says which and why."""
+    mod = _script("deep_amp_data")
+    out = tmp_path / "deep.csv"
+    args = ["--d", "16", "--x", "1.0", "1.2", "--seeds", "1", "--n-nodes", "12", "--max-iter", "2", "--out", str(out)]
+    mod.main(args)
+    before = aim.datafiles.read(out).table
+    lines = out.read_text().splitlines()
+    status = str(before["status"][0])          # the first run's status, whatever it is: redo those
+    mod.main(args[:4] + args[5:] + ["--redo", status])       # the part of x = 1.0 alone
+    got = aim.datafiles.read(out)
+    assert got.header["rows"] == 2 and list(got.table["x"]) == [1.2, 1.0]   # removed, then appended
+    assert lines[-1] in out.read_text().splitlines()                         # x = 1.2 kept as it was
+    assert got.table["err1"][1] == before["err1"][0]                          # the same run again
+    assert any(n.startswith("removed to run again") and "d 16 x 1 seed 0" in n for n in got.header["notes"])

@@ -31,6 +31,9 @@ the layers' sums: the residual ``sum_l ||S_hat_l,new - S_hat_l||_F^2 / d``, the 
 ``sum_l c_l``, the smallest ``q_hat_ll`` and the largest Nishimori ratio. That ratio,
 ``E g^2 / -E g'`` a layer, needs the score's derivative, computed by autodiff on the first
 ``check_samples`` samples only (the second derivatives of the quadrature cost six gradients a sample).
+On so few samples the estimate of ``-E g'`` is noisy (for layer 1 it even changes sign), so a ratio
+at or above ``options.max_ratio`` is computed again on all ``n`` samples before the collapse rule
+reads it: a run stops as a collapse only when every sample says so.
 
 Taught in chapter 7 (``book/07_deep_attention.md``). ``T = 2`` (the deterministic rule of the
 channel is written for two tokens).
@@ -154,6 +157,21 @@ def _deep_output_half(forms, trace_S, sqd, c, Gamma_old, omega_old, V_old, dampi
     square = jnp.einsum("lnk,k,lnk->l", g[:, :m], Cu, g[:, :m]) / m
     Gamma = jnp.stack([jnp.stack([g[..., 0], g[..., 1] / 2], -1), jnp.stack([g[..., 1] / 2, g[..., 2]], -1)], -2)
     return omega, V, Gamma, q_hat, square / curv
+
+
+def _confirmed_half(half_some, half_all, fewer: bool, max_ratio: float):
+    """The output half whose Nishimori ratio is ``half_some``'s (on the first samples) unless that
+    reaches ``max_ratio``: then the same iteration's ratio on all samples (``half_all``; the means,
+    scores and ``q_hat`` do not depend on the samples the ratio uses). ``fewer``: whether
+    ``half_some`` uses fewer samples than there are."""
+
+    def half(*args):
+        out = half_some(*args)
+        if fewer and not bool(jnp.max(out[4]) < max_ratio):
+            out = half_all(*args)
+        return out
+
+    return half
 
 
 def _one_layer_half(channel, beta, score="exact"):
@@ -321,7 +339,8 @@ def deep_gamp_rie(X, y, rhos: Sequence[float], *, beta: float = 1.0, c: float = 
         n_nodes: cells a direction of the quadrature of ``Z_out``, an integer ``>= 8``. Chapter 7
             measures the rule's error: 128 and 256 agree at the errors a run reaches near the
             transition; 64 is off by more than the outer standard error at ``V = (0.036, 0.0036)``.
-        check_samples: samples on which the Nishimori ratio is computed, ``>= 1`` (at most ``n``).
+        check_samples: samples on which the Nishimori ratio is computed, ``>= 1`` (at most ``n``); a
+            ratio at or above ``options.max_ratio`` there is computed again on all ``n`` samples.
         log_outputs: ``y`` holds log-probabilities.
         dtype: the algorithm's float type (:func:`aim_tutorial.config.algorithm_dtype`).
 
@@ -394,5 +413,7 @@ def deep_gamp_rie(X, y, rhos: Sequence[float], *, beta: float = 1.0, c: float = 
     D = jnp.asarray(_outputs_to_differences(logy, beta), dtype)
     sub = _quad_batch_size(2, n_nodes)
     m = min(check_samples, n)
-    half = partial(_deep_output_half, D=D, beta=beta, skip=c, n_nodes=n_nodes, sub=min(sub, n), m=m)
+    settings = dict(D=D, beta=beta, skip=c, n_nodes=n_nodes, sub=min(sub, n))
+    half = _confirmed_half(partial(_deep_output_half, **settings, m=m),
+                           partial(_deep_output_half, **settings, m=n), m < n, options.max_ratio)
     return _run(jnp.asarray(X, dtype), rhos, half, S_start, S_ref, S_true is not None, options, n / d**2)
