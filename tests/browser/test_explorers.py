@@ -206,7 +206,7 @@ SETTINGS = [dict(rho=0.5, T=3, channel="softmax", noise=0.05, alpha=0.021),
             dict(rho=0.2, T=2, channel="hardmax", noise=0.2, alpha=0.5),
             dict(rho=0.5, T=3, channel="relu", noise=0.0, alpha=0.09),
             dict(rho=0.75, T=4, channel="sigmoid", noise=0.05, alpha=0.02),
-            dict(rho=0.3, T=3, channel="causal_softmax", noise=0.0, alpha=0.05)]
+            dict(rho=1.0, T=3, channel="causal_softmax", noise=0.0, alpha=0.1)]
 
 
 @pytest.mark.parametrize("st", SETTINGS, ids=lambda s: s["channel"])
