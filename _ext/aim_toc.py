@@ -7,8 +7,9 @@ page and the unnumbered reference pages are not chapters. A new chapter is one l
 ``_toc.yml``: the Colab notebooks, the teaching metadata, the slides and the tests find it here,
 whatever its file is called.
 
-Used by the Sphinx extensions (``aim_colab``, ``aim_teaching``; Sphinx puts ``_ext`` on the
-path), by ``scripts/`` and by the tests (which load this file by its path).
+Used by the Sphinx extensions (``aim_book``, ``aim_colab``, ``aim_problems``, ``aim_site``,
+``aim_teaching``; Sphinx puts ``_ext`` on the path), by ``scripts/slides.py`` and by the tests
+(``tests/conftest.py`` puts ``_ext`` on the path).
 """
 
 from __future__ import annotations

@@ -248,14 +248,25 @@ def append_rows(path: str, columns: Mapping[str, Sequence], *, add_command: bool
     if set(columns) != set(old.columns):
         raise ValueError(f"columns must be the table's {old.columns}, got {tuple(columns)}")
     _, new_rows = _rows_text({n: columns[n] for n in old.columns}, fmt)
+    _rewrite(path, old.header, _body(path) + new_rows, add_command, command, notes)
+
+
+def _body(path: str) -> list:
+    """A table's column line and data lines, as written."""
     with open(path, encoding="utf-8") as f:
-        body = [ln for ln in f.read().splitlines() if ln.strip() and not ln.startswith("#")]
-    header = dict(old.header)
+        return [ln for ln in f.read().splitlines() if ln.strip() and not ln.startswith("#")]
+
+
+def _rewrite(path: str, header: Mapping, body: list, add_command: bool, command: Optional[str],
+             notes: Sequence[str]) -> None:
+    """Write ``body`` (column line and data lines) under ``header`` with the command, notes and row
+    count of this change."""
+    header = dict(header)
     if add_command:
         header["commands"] = list(header["commands"]) + [command if command is not None else _this_command()]
     header["notes"] = list(header["notes"]) + [str(n) for n in notes]
-    header["rows"] = len(body) - 1 + len(new_rows)
-    _atomic_write(path, _header_text(header) + "\n".join(body + new_rows) + "\n")
+    header["rows"] = len(body) - 1
+    _atomic_write(path, _header_text(header) + "\n".join(body) + "\n")
 
 
 def remove_rows(path: str, where, *, add_command: bool = True, command: Optional[str] = None,
@@ -266,17 +277,10 @@ def remove_rows(path: str, where, *, add_command: bool = True, command: Optional
     ``add_command=False``) and ``notes``. Returns how many rows were removed."""
     path = os.fspath(path)
     old = read(path)
-    with open(path, encoding="utf-8") as f:
-        body = [ln for ln in f.read().splitlines() if ln.strip() and not ln.startswith("#")]
-    t = old.table
+    body, t = _body(path), old.table
     drop = [bool(where({c: t[c][i] for c in old.columns})) for i in range(len(t))]
-    header = dict(old.header)
-    if add_command:
-        header["commands"] = list(header["commands"]) + [command if command is not None else _this_command()]
-    header["notes"] = list(header["notes"]) + [str(n) for n in notes]
-    kept = [body[0]] + [ln for ln, d in zip(body[1:], drop) if not d]
-    header["rows"] = len(kept) - 1
-    _atomic_write(path, _header_text(header) + "\n".join(kept) + "\n")
+    _rewrite(path, old.header, [body[0]] + [ln for ln, d in zip(body[1:], drop) if not d], add_command, command,
+             notes)
     return sum(drop)
 
 

@@ -137,6 +137,13 @@ def samples_per_token_pair(T: int, channel: str) -> int:
     raise ValueError(f"channel must be one of {CHANNELS}, got {channel!r}")
 
 
+def _samples_per_token_pair_expr(hardmax: bool) -> str:
+    """:func:`samples_per_token_pair` as a Vega expression of the parameters ``channel`` and ``T``
+    (``hardmax``: whether the chart offers that channel)."""
+    return ("(channel == 'softmax' ? T * T + T - 2 : channel == 'causal_softmax' ? T * T - T : "
+            + ("channel == 'hardmax' ? 1 : " if hardmax else "") + "T * T + T)")
+
+
 def _x_pr(rho):
     return np.where(np.asarray(rho) <= 1, 2 * np.asarray(rho) - np.asarray(rho) ** 2, 1.0)
 
@@ -294,8 +301,7 @@ def error_curve_explorer(tables: Tables | None = None, width: int = 460, height:
         amax=_slider(alt, "alpha_to", 1, 100, 1, 100, "α to, % of table"),
         acur=_slider(alt, "alpha", 0.0, 1.0, 0.001, 0.1, "cursor α"),
     )
-    K = ("(channel == 'softmax' ? T * T + T - 2 : channel == 'causal_softmax' ? T * T - T : "
-         "channel == 'hardmax' ? 1 : T * T + T)")
+    K = _samples_per_token_pair_expr(hardmax=True)
     PR = f"(channel == 'relu' ? 2 : 1) * (rho <= 1 ? 2 * rho - rho * rho : 1) / {K}"
     # the tabulated range of alpha for this channel and T: the softmax table ends at
     # x = X_MAX, the ReLU one at X_RELU, the hardmax one spans [A_MIN, A_MAX]
@@ -393,7 +399,7 @@ def phase_explorer(tables: Tables | None = None, width: int = 420, height: int =
                    "cursor ρ"),
         ac=_slider(alt, "cursor_alpha", 0.0, float(x0[-1]) / 4, 0.001, 0.1, "cursor α"),
     )
-    K = "(channel == 'softmax' ? T * T + T - 2 : channel == 'causal_softmax' ? T * T - T : T * T + T)"
+    K = _samples_per_token_pair_expr(hardmax=False)
     x_top = f"(channel == 'relu' ? {float(tab.x[tab.table == 3].max())} : {float(x0[-1])})"
     base = (_chart(alt, tab, ("softmax", "relu"))
             .transform_filter("datum.noise == noise && datum.t == (channel == 'relu' ? 3 : 0)")

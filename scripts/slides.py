@@ -43,7 +43,6 @@ TAKEAWAYS_PER_SLIDE = 2
 TAKEAWAYS = "Key takeaways"
 # where the decks are, relative to the site's root (the links and images are made relative)
 DECK_DIR = "downloads/slides"
-# the chapters: book/NN_name.md
 
 
 class ChapterSourceError(ValueError):
