@@ -271,7 +271,7 @@ def exercise_number(env, label: str) -> str | None:
     mine = sorted((m["line"], k) for k, m in registry.items() if m["doc"] == doc)
     place = [k for _, k in mine].index(label) + 1
     secnum = env.toc_secnumbers.get(doc, {}).get("")
-    chapter = secnum[0] if secnum else int(re.match(r"book/(\d+)_", doc).group(1))
+    chapter = secnum[0] if secnum else aim_toc.chapter_numbers(env.srcdir)[doc]
     return f"{chapter}.{place}"
 
 

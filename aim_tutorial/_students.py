@@ -11,7 +11,7 @@ module's ``__all__`` lists them). It holds what a one-layer and a deep student h
 - the training driver (:func:`train_students`): the students stacked on a leading axis, trained
   together in jitted chunks (:func:`scan_students`, :func:`run_chunk`), and each one's report,
   including whether it diverged (:func:`divergence`, with the bounds :data:`LOSS_FACTOR` and
-  :data:`NORM_FACTOR`).
+  :data:`NORM_FACTOR`, and the codes of :class:`GDStatus`).
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from . import _checks
 from ._checks import traced
+from ._status import Coded
 from .config import algorithm_dtype, algorithm_products, spread_devices
 
-__all__ = ["LOSS_FACTOR", "NORM_FACTOR", "array", "divergence", "largest_divisor_at_most", "make_optimizer",
+__all__ = ["GDStatus", "LOSS_FACTOR", "NORM_FACTOR", "array", "divergence", "largest_divisor_at_most", "make_optimizer",
            "run_chunk", "scalar", "scan_students", "tokens_and_labels", "train_students", "unchecked_indices",
            "unchecked_matrix", "weights"]
 
@@ -83,8 +84,35 @@ def weights(W, name="W", min_ndim=None):
     return array(name, W, None if min_ndim else 2, min_ndim=min_ndim)
 
 
+class GDStatus(Coded):
+    """How a student of gradient descent ended: the code of each student's ``status``.
+
+    Every student runs all its steps; the code says whether it ended well (``COMPLETED``) or
+    which divergence rule its record meets, checked in this order (the first that applies):
+    a non-finite loss, non-finite weights at the end, a loss above ``LOSS_FACTOR`` times its
+    reference, a matrix ``||S_k||_F^2 / d`` above ``NORM_FACTOR`` times the problem's scale.
+    The status strings of :class:`aim_tutorial.gd.GDResult` add the step and the values.
+
+    Example:
+        >>> from aim_tutorial.gd import GDStatus
+        >>> GDStatus.LOSS.diverged, int(GDStatus.COMPLETED), GDStatus.COMPLETED.message
+        (True, 0, 'completed: every step was run, the loss and the weights finite and within their bounds')
+    """
+
+    COMPLETED = 0, "completed: every step was run, the loss and the weights finite and within their bounds"
+    NONFINITE_LOSS = 1, "non-finite: the loss became NaN or infinite"
+    NONFINITE_WEIGHTS = 2, "non-finite: the weights are not finite at the end"
+    LOSS = 3, "diverged: the loss passed LOSS_FACTOR times its reference max(initial loss, ||y||_F^2/d)"
+    NORM = 4, "diverged: ||S_k||_F^2/d (of some layer) passed NORM_FACTOR times the scale of the problem"
+
+    @property
+    def diverged(self) -> bool:
+        """The student diverged (every code but ``COMPLETED``)."""
+        return self is not GDStatus.COMPLETED
+
+
 def divergence(loss, final_loss, norms, scales, loss_ref, steps, layered=False):
-    """Per student: ``(diverged (K,) bool, status tuple of K str)`` from the training record.
+    """Per student: ``(diverged (K,) bool, status tuple of K str, codes tuple of K GDStatus)``.
 
     ``loss`` ``(K, steps)`` before each step, ``final_loss`` ``(K,)``, ``norms`` ``(K, L)``
     ``||S_{k,l}||_F^2 / d``, ``scales`` ``(L,)``, ``loss_ref`` ``(K,)``.
@@ -92,8 +120,7 @@ def divergence(loss, final_loss, norms, scales, loss_ref, steps, layered=False):
     loss, final_loss = np.asarray(loss), np.asarray(final_loss)
     norms, scales, loss_ref = np.asarray(norms), np.asarray(scales), np.asarray(loss_ref)
     K = loss.shape[0]
-    diverged = np.zeros(K, dtype=bool)
-    status = []
+    status, codes = [], []
     for k in range(K):
         curve = np.append(loss[k], final_loss[k])  # entry s: the loss after s steps
         bad = ~np.isfinite(curve)
@@ -102,23 +129,26 @@ def divergence(loss, final_loss, norms, scales, loss_ref, steps, layered=False):
         what = "||S_{k,l}||_F^2/d" if layered else "||S_k||_F^2/d"
         if bad.any():
             s = int(np.argmax(bad))
-            msg = f"non-finite: the loss is {curve[s]} after {s} steps"
+            code, msg = GDStatus.NONFINITE_LOSS, f"non-finite: the loss is {curve[s]} after {s} steps"
         elif not np.all(np.isfinite(norms[k])):
-            msg = "non-finite: the weights are not finite at the end"
+            code, msg = GDStatus.NONFINITE_WEIGHTS, "non-finite: the weights are not finite at the end"
         elif over.any():
             s = int(np.argmax(over))
+            code = GDStatus.LOSS
             msg = (f"diverged: the loss is {curve[s]:.3g} after {s} steps, more than {LOSS_FACTOR:g} times its "
                    f"reference {loss_ref[k]:.3g} = max(initial loss, ||y||_F^2/d) (lower lr)")
         elif big.any():
             l = int(np.argmax(big))
             layer = f" of layer {l + 1}" if layered else ""
+            code = GDStatus.NORM
             msg = (f"diverged: {what}{layer} = {norms[k, l]:.3g} at the end, more than {NORM_FACTOR:g} times "
                    f"the scale {scales[l]:.3g} of the problem (lower lr)")
         else:
-            msg = f"completed {steps} steps"
-        diverged[k] = not msg.startswith("completed")
+            code, msg = GDStatus.COMPLETED, f"completed {steps} steps"
         status.append(msg)
-    return diverged, tuple(status)
+        codes.append(code)
+    diverged = np.array([c.diverged for c in codes], dtype=bool)
+    return diverged, tuple(status), tuple(codes)
 
 
 # --------------------------------------------------------------------------- model pieces
@@ -313,7 +343,7 @@ def train_students(W0, student_loss, X, y, params, *, rhos, steps, lr, optimizer
         scales = [max(sc, float(jnp.sum(S * S)) / d) for sc, S in zip(scales, S_true if layered else [S_true])]
     norms = jnp.sum(S_students * S_students, axis=(-1, -2)).reshape(len(loss), -1) / d  # (K, L)
     loss_ref = np.maximum(np.asarray(loss[:, 0]), float(jnp.sum(y * y)) / d)
-    diverged, status = divergence(loss, final_loss, norms, scales, loss_ref, steps, layered=layered)
+    diverged, status, codes = divergence(loss, final_loss, norms, scales, loss_ref, steps, layered=layered)
     # the fields GDResult and DeepGDResult share (each adds its widths)
     return dict(
         S_hat=jnp.mean(S_students, axis=0),
@@ -327,4 +357,5 @@ def train_students(W0, student_loss, X, y, params, *, rhos, steps, lr, optimizer
         finite=finite,
         diverged=diverged,
         status=status,
+        codes=codes,
     )

@@ -25,7 +25,6 @@ Reference: as :mod:`aim_tutorial.amp`; taught in chapter 5 (``book/05_amp.md``).
 
 from __future__ import annotations
 
-import enum
 import importlib
 import math
 from typing import TYPE_CHECKING, Callable, Optional
@@ -33,6 +32,8 @@ from typing import TYPE_CHECKING, Callable, Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from ._status import Coded
 
 if TYPE_CHECKING:  # the aliases that __getattr__ below resolves at run time (amp imports this module)
     from .amp import GampRieOptions as Options
@@ -47,7 +48,7 @@ def _amp():
     return importlib.import_module("aim_tutorial.amp")
 
 
-class Status(enum.IntEnum):
+class Status(Coded):
     """How a run of GAMP-RIE ended: the code of :func:`stop_code`, each member with its message.
 
     ``RUNNING`` (0) is no end: the run goes on. Codes 1-6 are the divergences, in the order in
@@ -72,12 +73,6 @@ class Status(enum.IntEnum):
     STATIONARY = 8, "stationary: no new smallest residual, the iterates fluctuate around a fixed point"
     OSCILLATING = 9, "oscillating: no new smallest residual, the iterates keep jumping"
     MAX_ITER = 10, "max_iter: the iteration limit was reached"
-
-    def __new__(cls, value: int, message: str):
-        member = int.__new__(cls, value)
-        member._value_ = value
-        member.message = message
-        return member
 
     @property
     def diverged(self) -> bool:

@@ -40,6 +40,7 @@ import numpy as np
 from . import _checks
 from ._checks import traced as _traced
 from ._students import LOSS_FACTOR, NORM_FACTOR  # noqa: F401  (the divergence bounds, as gd.LOSS_FACTOR)
+from ._students import GDStatus
 from ._students import scalar as _scalar
 from ._students import tokens_and_labels as _tokens_and_labels
 from ._students import train_students as _train_students
@@ -48,7 +49,7 @@ from ._students import unchecked_matrix as _student_matrix
 from ._students import weights as _weights
 from .config import algorithm_dtype
 
-__all__ = ["GDResult", "train_gd", "student_indices", "student_matrix", "gd_loss", "averaged_errors",
+__all__ = ["GDResult", "GDStatus", "train_gd", "student_indices", "student_matrix", "gd_loss", "averaged_errors",
            "extrapolated_error", "load_gd_data"]
 
 OPTIMIZERS = ("adam", "gd")
@@ -85,6 +86,8 @@ class GDResult(NamedTuple):
         status: tuple of ``n_init`` strings, why each student stopped: ``"completed N
             steps"``, or ``"non-finite: ..."`` / ``"diverged: ..."`` with the step, the
             value and the bound it passed.
+        codes: tuple of ``n_init`` :class:`GDStatus` members, the same as codes
+            (``GDStatus.COMPLETED``, or the divergence rule that applies).
     """
 
     S_hat: jax.Array
@@ -99,6 +102,7 @@ class GDResult(NamedTuple):
     width: int
     diverged: Optional[np.ndarray] = None
     status: tuple = ()
+    codes: tuple = ()
 
 
 # --------------------------------------------------------------------------- validation

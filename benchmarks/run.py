@@ -11,12 +11,14 @@ program), their rate, and the rate of a matrix product of the same shape and dty
 in the same run: how far each is from the machine's limit. Gradient descent also runs with
 its students on one device and spread over ``--devices`` host devices forced with
 ``XLA_FLAGS`` (a fresh process), and so do eight GAMP-RIE instances (``gamp_rie_batch``).
-``--only amp amp_targets amp_batch amp_devices gd reproduce_cache`` reruns those parts alone into an existing ``results.json``
-(``rerun`` in the file records which, when and by what command).
+Every part is registered once, in :data:`PARTS` (the order of a full run); ``--only NAME ...``
+reruns some parts alone into an existing ``results.json`` (``rerun`` in the file records which,
+when and by what command).
 
 Writes ``benchmarks/results.json`` (every number, with the machine, the versions,
-the load average before and after), ``benchmarks/results.md`` (the tables) and
-``benchmarks/gamp_scaling.png`` (time per iteration and peak memory against d).
+the load average before and after) and ``benchmarks/gamp_scaling.png`` (time per iteration and
+peak memory against d). The tables are rendered in one place, the book's benchmarks page
+(``book/benchmarks.md``), which reads ``results.json``.
 Every timing is the median of ``--repeats`` runs after one warm-up run (which pays
 for compilation and the cached tables, reported separately as "cold"), each
 ended by ``block_until_ready()`` on JAX outputs. Each GAMP-RIE size runs in a fresh
@@ -37,6 +39,7 @@ import subprocess
 import sys
 import time
 import tracemalloc
+from typing import Callable, NamedTuple, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -549,153 +552,12 @@ def bench_amp_devices(d, B, repeats, count=4):
 # --------------------------------------------------------------------------- outputs
 
 
-def write_markdown(res, path):
-    m = res["machine"]
-    L = [
-        "# Benchmarks of aim_tutorial",
-        "",
-        f"Machine: {m['cpu']}, {m['cpu_count']} logical CPUs, device {m['device']}; Python {m['python']}, "
-        f"JAX {m['jax']}, aim_tutorial {m['aim_tutorial']}; {m['date']}.",
-        f"Load average (1, 5, 15 min) at start {', '.join(f'{v:.1f}' for v in m['loadavg_start'])}, at end "
-        f"{', '.join(f'{v:.1f}' for v in res['loadavg_end'])} "
-        "(other jobs shared the machine: timings are upper bounds).",
-    ]
-    for part, r in res.get("rerun", {}).items():
-        L.append(f"Rerun after the rest: `{part}` on {r['date']} (`{r['command']}`; load average at its end "
-                 f"{', '.join(f'{v:.1f}' for v in r['loadavg_end'])}).")
-    L += [
-        "",
-        "## State evolution",
-        "",
-        "| curve | points | cold (s) | warm (s) | per point (us) |",
-        "|---|---|---|---|---|",
-    ]
-    for k, v in res["se"].items():
-        if not isinstance(v, dict):
-            L.append(f"| {k} | failed: {v} | | | |")
-            continue
-        L.append(f"| {k} | {v['points']} | {v['cold_s']:.2f} | {v['warm_s']:.4f} | {v['us_per_point']:.0f} |")
-    a = res["amp"]
-    L += ["", f"## GAMP-RIE (softmax, T = 2, alpha = {a['alpha']}, {a['iters']} iterations)", "",
-          "Per iteration: the time; the floating-point operations of its jitted part (XLA's count) "
-          "and their rate; the rate of a matrix product of the same shape and dtype, measured in the "
-          "same run; and the time over the limit that rate sets (1 = at the limit).",
-          "",
-          "| d | n | dtype | ms / iteration | GFLOP / iteration | GFLOP/s | matmul GFLOP/s | time / limit "
-          "| peak RSS (MB) | tracemalloc peak (MB) | data (MB) | n d^2 tensor (MB) |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in a.get("rows_all_dtypes", a["rows"]):
-        L.append(f"| {r['d']} | {r['n']} | {r.get('dtype', 'float64')} | {1e3 * r['s_per_iter']:.1f} | "
-                 f"{r['flops_per_iter'] / 1e9:.3g} | "
-                 f"{r['gflops']:.1f} | {r['matmul_gflops']:.1f} | {r['over_limit']:.1f} | "
-                 f"{r['peak_rss_mb']:.0f} | "
-                 f"{r['tracemalloc_peak_mb']:.1f} | {r['data_mb']:.1f} | {r['naive_tensor_mb']:.0f} |")
-    if "time_exponent" in a:
-        large = a.get("time_exponent_large_d")
-        line = f"Fitted exponent of the time per iteration against d: {a['time_exponent']:.2f} over all sizes"
-        line += f", {large:.2f} over the larger half" if large is not None else ""
-        L += ["", line + f" (expected {a['expected_exponent']})."]
-    if "amp_targets" in res:
-        L += ["", "## GAMP-RIE targets (`benchmarks/gamp_targets.py`, a fresh process each)", "",
-              "Warm: the median of 7 runs after the first (1 for the d = 400 case, 3 and 1 for the softmax and "
-              "hardmax batches). Cold: the first run of a fresh process, with "
-              "JAX's persistent compilation cache empty (compilation included) and, for the small cases, "
-              "again in a second process that reads the compiled programs from that cache.", "",
-              "| case | iterations | status | warm (s) | target warm (s) | cold (s) | cold, cached compilation (s) "
-              "| target cold (s) |",
-              "|---|---|---|---|---|---|---|---|"]
-        for name, r in res["amp_targets"].items():
-            t = r["target"]
-            cached = f"{r['cold_cached']:.3f}" if "cold_cached" in r else ""
-            L.append(f"| {name} | {r['iters']} | {r['status']} | {r['warm']:.3f} | {t.get('warm', '')} | "
-                     f"{r['cold']:.3f} | {cached} | {t.get('cold', '')} |")
-        batches = {k: r for k, r in res["amp_targets"].items() if "speedup" in r}
-        if batches:
-            L += ["", "Several instances as one program (`aim_tutorial.amp_device.gamp_rie_batch`, the loop on "
-                  "the device; on a CPU one instance a call, as many at once as there are cores) against the "
-                  "same instances run by `gamp_rie` one after another. A sequential iteration is the jitted "
-                  "half step (the score and the O(n T d^2) products) plus the host's part (the RIE, mmse_rho, "
-                  "dispatch), and one instance keeps the cores busy only part of the time. Cores busy: the "
-                  "process's CPU time (every thread) over the wall time of the warm runs; a batch that kept "
-                  "every core busy with its own CPU time would take that CPU time over the cores. The "
-                  "speed-up is the median of fresh processes (their range), the other columns that process's:",
-                  "",
-                  "| case | sequential warm (s) | batch warm (s) | speed-up | target | sequential cold (s) "
-                  "| batch cold (s) | largest difference of the errors | cores busy, sequential | "
-                  "cores busy, batch | CPU time, sequential / batch (s) |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
-            for name, r in batches.items():
-                busy = (f"{r['seq_cpu'] / r['seq_warm']:.2f} | {r['cpu'] / r['warm']:.2f} of {r['cores']} | "
-                        f"{r['seq_cpu']:.2f} / {r['cpu']:.2f}" if "cpu" in r else " | | ")
-                runs = r.get("speedup_runs", [r["speedup"]])
-                L.append(f"| {name} | {r['seq_warm']:.3f} | {r['warm']:.3f} | {r['speedup']:.2f} "
-                         f"({min(runs):.2f}-{max(runs):.2f}) | "
-                         f"{r['target'].get('speedup', '')} | {r['seq_cold']:.2f} | {r['cold']:.2f} | "
-                         f"{r['max_error_diff']:.1e} | {busy} |")
-    g = res["gd"]
-    L += ["", f"## Gradient descent (Adam, lr {g['lr']}, T = 2, alpha = {g['alpha']})", "",
-          "`train_gd` warm: the whole call (its steps in 20 jitted chunks, or one a step below 20 steps; "
-          "each chunk allocates its temporaries afresh). One program: the same steps as one jitted "
-          "scan; per student-step of it, the loss and its gradient (XLA's count of operations), their "
-          "rate, and the rate of a matrix product of the same shape and dtype measured in the same run.",
-          "",
-          "| d | n | dtype | students | steps | train_gd warm (s) | student-steps / s | one program (s) "
-          "| MFLOP / student-step | GFLOP/s | matmul GFLOP/s | time / limit |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in g["rows"]:
-        one = f"{r['warm_one_program_s']:.2f}" if "warm_one_program_s" in r else ""
-        L.append(f"| {r['d']} | {r['n']} | {r['dtype']} | {r['n_init']} | {r['steps']} | {r['warm_s']:.2f} | "
-                 f"{r['steps_per_s']:.0f} | {one} | {r['flops_per_student_step'] / 1e6:.2f} | "
-                 f"{r['gflops']:.1f} | {r['matmul_gflops']:.1f} | {r['over_limit']:.1f} |")
-    gt = res.get("gd_target")
-    if gt:
-        L += ["", f"## Gradient descent target: {gt['n_init']} students x {gt['steps']} Adam steps, d = {gt['d']}", "",
-              f"Softmax, T = 2, rho = 0.5, alpha = {gt['alpha']} (n = {gt['n']}), lr 0.1; one cold and three warm "
-              "runs in each dtype (the median of 3); the error is `||S_hat - S||_F^2 / d` of the students' average.", "",
-              "| dtype | warm (s) | cold (s) | error |", "|---|---|---|---|"]
-        for dt in ("float64", "float32"):
-            L.append(f"| {dt} | {gt[dt]['warm_s']:.2f} | {gt[dt]['cold_s']:.2f} | {gt[dt]['error']:.10f} |")
-        L += ["", f"float32 is {gt['measured_speedup']:.2f}x faster (target {gt['speedup']}x); the errors differ "
-              f"by {gt['measured_error_diff']:.1e} (target < {gt['error_diff']:g})."]
-    dv = res.get("gd_devices")
-    if dv:
-        L += ["", f"## Gradient descent over {dv['devices']} devices", "",
-              f"The same {dv['n_init']} students (d = {dv['d']}, {dv['steps']} steps) on one device and "
-              f"spread over {dv['devices']} host devices forced with `XLA_FLAGS` (on a CPU they share "
-              "its cores: this checks the sharded program, a GPU or TPU host gains the devices).", "",
-              "| devices | warm (s) | cold (s) |", "|---|---|---|",
-              f"| 1 | {dv['one_warm_s']:.2f} | {dv['one_cold_s']:.2f} |",
-              f"| {dv['devices']} | {dv['all_warm_s']:.2f} | {dv['all_cold_s']:.2f} |"]
-    av = res.get("amp_devices")
-    if av:
-        L += ["", f"## GAMP-RIE instances over {av['devices']} devices", "",
-              f"{av['instances']} instances (softmax, T = 2, alpha = 0.3, d = {av['d']}) as one program "
-              f"(`gamp_rie_batch`) on one device and split over {av['devices']} forced host devices "
-              f"({av['instances'] // av['devices']} a device; on a CPU they share its cores). The errors "
-              f"agree within {av['max_error_diff']:.1e}.", "",
-              "| devices | warm (s) | cold (s) |", "|---|---|---|",
-              f"| 1 | {av['one_warm_s']:.2f} | {av['one_cold_s']:.2f} |",
-              f"| {av['devices']} | {av['all_warm_s']:.2f} | {av['all_cold_s']:.2f} |"]
-    rc = res.get("reproduce_cache")
-    if rc:
-        L += ["", "## The persistent compilation cache", "",
-              f"`python -m aim_tutorial reproduce {' '.join(rc['figures'])} --scale {rc['scale']}`, whole "
-              "processes: without the cache (`--no-compile-cache`), then twice with one new cache directory, "
-              f"the second run with another `--seed` (the same shapes). The cache then holds {rc['entries']} "
-              f"programs, {rc['cache_mb']:.1f} MB.", "",
-              "| run | wall (s) |", "|---|---|",
-              f"| no cache | {rc['no_cache_s']:.1f} |", f"| first, filling the cache | {rc['first_s']:.1f} |",
-              f"| second (another seed), reading it | {rc['second_s']:.1f} |"]
-    with open(path, "w") as f:
-        f.write("\n".join(L) + "\n")
-
-
 def write_outputs(res, out):
-    """``results.json``, ``results.md`` and ``gamp_scaling.png`` in the folder ``out``."""
+    """``results.json`` and ``gamp_scaling.png`` in the folder ``out`` (the book's benchmarks page,
+    ``book/benchmarks.md``, is the one place that renders the file's tables)."""
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(res, f, indent=1)
-    write_markdown(res, os.path.join(out, "results.md"))
     plot(res, os.path.join(out, "gamp_scaling.png"))
 
 
@@ -730,6 +592,50 @@ def plot(res, path):
     fig.savefig(path)
 
 
+class Part(NamedTuple):
+    """A part of the benchmarks: what it prints as it starts, and how it runs from the parsed
+    arguments; ``into``: the key of ``results.json`` it writes (its own name) or updates."""
+
+    label: str
+    run: Callable
+    into: Optional[str] = None
+    full: bool = True  # a part of the full run (amp_batch is a rerun of amp_targets' batch cases only)
+
+
+#: Every benchmark, in the order of a full run; ``--only NAME ...`` runs some of them into an existing
+#: ``results.json``. A new benchmark: its function above, one entry here, its table on the book's page.
+PARTS = {
+    "se": Part("state evolution", lambda a: bench_se(a.repeats, 256, 30)),
+    "amp": Part("GAMP-RIE", lambda a: bench_amp(a.amp_d, a.amp_alpha, a.amp_iters, a.repeats)),
+    "amp_targets": Part("GAMP-RIE targets", lambda a: bench_amp_targets(a.quick)),
+    "amp_batch": Part("GAMP-RIE batches", lambda a: bench_amp_batch(), into="amp_targets", full=False),
+    "gd": Part("gradient descent", lambda a: bench_gd(a.gd_d, a.gd_n_init, a.gd_steps, a.repeats)),
+    "gd_target": Part("gradient descent target", lambda a: bench_gd_target(a.quick)),
+    "gd_devices": Part("gradient descent on forced host devices",
+                       lambda a: bench_gd_devices(min(a.gd_d[-1], 100), a.gd_n_init, a.gd_steps, a.repeats,
+                                                  a.devices)),
+    "amp_devices": Part("GAMP-RIE instances on forced host devices",
+                        lambda a: bench_amp_devices(40 if a.quick else 80, 8, a.repeats, a.devices)),
+    "reproduce_cache": Part("reproduce with and without the compilation cache",
+                            lambda a: bench_reproduce_cache(a.quick)),
+}
+
+
+def _run_part(name, a, res):
+    part = PARTS[name]
+    print(f"{part.label} ...", flush=True)
+    out = part.run(a)
+    if part.into is None:
+        res[name] = out
+    else:
+        res[part.into].update(out)
+    if name == "se":
+        for k in ("softmax", "hardmax"):
+            if k in out:
+                print(f"  {k}, {out[k]['points']} points: {out[k]['warm_s'] * 1e3:.1f} ms warm, "
+                      f"{out[k]['cold_s']:.2f} s cold", flush=True)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="tiny sizes, to check the script")
@@ -741,12 +647,11 @@ def main(argv=None):
     p.add_argument("--gd-n-init", type=int, default=8)
     p.add_argument("--gd-steps", type=int, default=200)
     p.add_argument("--out", default=HERE, help="output directory (default: benchmarks/)")
-    p.add_argument("--devices", type=int, default=4, help="forced host devices of the GD device benchmark")
+    p.add_argument("--devices", type=int, default=4, help="forced host devices of the device benchmarks")
     p.add_argument("--_amp-point", nargs=5, help=argparse.SUPPRESS)
     p.add_argument("--_gd-devices-point", nargs=4, help=argparse.SUPPRESS)
     p.add_argument("--_amp-devices-point", nargs=3, help=argparse.SUPPRESS)
-    p.add_argument("--only", nargs="+",
-                   choices=("amp", "amp_targets", "amp_batch", "amp_devices", "gd", "reproduce_cache"),
+    p.add_argument("--only", nargs="+", choices=tuple(PARTS),
                    help="run only these parts and put them into the existing results.json (amp_batch: the "
                         "batch cases of amp_targets alone)")
     a = p.parse_args(argv)
@@ -762,54 +667,27 @@ def main(argv=None):
         d, B, repeats = map(int, a._amp_devices_point)
         print(json.dumps(amp_devices_point(d, B, repeats)))
         return
+    command = "python benchmarks/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
     if a.only:
         path = os.path.join(a.out, "results.json")
         with open(path) as f:
             res = json.load(f)
-        parts = dict(amp=lambda: bench_amp(a.amp_d, a.amp_alpha, a.amp_iters, a.repeats),
-                     amp_targets=lambda: bench_amp_targets(a.quick),
-                     amp_devices=lambda: bench_amp_devices(80, 8, a.repeats, a.devices),
-                     gd=lambda: bench_gd(a.gd_d, a.gd_n_init, a.gd_steps, a.repeats),
-                     reproduce_cache=lambda: bench_reproduce_cache(a.quick))
-        command = "python benchmarks/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
-        for part in a.only:
-            print(f"{part} ...", flush=True)
-            if part == "amp_batch":
-                res["amp_targets"].update(bench_amp_batch())
-            else:
-                res[part] = parts[part]()
-            res.setdefault("rerun", {})[part] = dict(command=command, loadavg_end=list(os.getloadavg()),
+        for name in a.only:
+            _run_part(name, a, res)
+            res.setdefault("rerun", {})[name] = dict(command=command, loadavg_end=list(os.getloadavg()),
                                                      date=machine()["date"])
         write_outputs(res, a.out)
         print(f"put {', '.join(a.only)} into {path}")
         return
     if a.quick:
         a.repeats, a.amp_d, a.amp_iters, a.gd_d, a.gd_n_init, a.gd_steps = 1, [20, 30], 3, [20], 2, 20
-    args = sys.argv[1:] if argv is None else argv
-    res = dict(machine=machine(), command="python benchmarks/run.py " + " ".join(args))
-    print("state evolution ...", flush=True)
-    res["se"] = bench_se(a.repeats, 256, 30)
-    for k in ("softmax", "hardmax"):
-        if k in res["se"]:
-            print(f"  {k}, {res['se'][k]['points']} points: {res['se'][k]['warm_s'] * 1e3:.1f} ms warm, "
-                  f"{res['se'][k]['cold_s']:.2f} s cold", flush=True)
-    print("GAMP-RIE ...", flush=True)
-    res["amp"] = bench_amp(a.amp_d, a.amp_alpha, a.amp_iters, a.repeats)
-    print("GAMP-RIE targets ...", flush=True)
-    res["amp_targets"] = bench_amp_targets(a.quick)
-    print("gradient descent ...", flush=True)
-    res["gd"] = bench_gd(a.gd_d, a.gd_n_init, a.gd_steps, a.repeats)
-    print("gradient descent target ...", flush=True)
-    res["gd_target"] = bench_gd_target(a.quick)
-    print(f"gradient descent on {a.devices} forced host devices ...", flush=True)
-    res["gd_devices"] = bench_gd_devices(min(a.gd_d[-1], 100), a.gd_n_init, a.gd_steps, a.repeats, a.devices)
-    print(f"GAMP-RIE instances on {a.devices} forced host devices ...", flush=True)
-    res["amp_devices"] = bench_amp_devices(40 if a.quick else 80, 8, a.repeats, a.devices)
-    print("reproduce with and without the compilation cache ...", flush=True)
-    res["reproduce_cache"] = bench_reproduce_cache(a.quick)
+    res = dict(machine=machine(), command=command)
+    for name, part in PARTS.items():
+        if part.full:
+            _run_part(name, a, res)
     res["loadavg_end"] = list(os.getloadavg())
     write_outputs(res, a.out)
-    print(f"wrote {a.out}/results.json, results.md, gamp_scaling.png")
+    print(f"wrote {a.out}/results.json, gamp_scaling.png")
 
 
 if __name__ == "__main__":

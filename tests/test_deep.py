@@ -333,6 +333,7 @@ def test_train_deep_gd_divergence_reported(key):
     assert all(m.startswith("diverged: ||S_{k,l}||_F^2/d of layer ") for m in bad.status), bad.status
     ok = deep.train_deep_gd(key, X, y, [0.5, 0.5], n_init=2, steps=10, lr=0.1)
     assert ok.diverged.tolist() == [False, False] and ok.status == ("completed 10 steps",) * 2
+    assert [c.name for c in bad.codes] == ["NORM", "NORM"] and [c.name for c in ok.codes] == ["COMPLETED"] * 2
     assert ok[9] == ok.widths  # positional fields unchanged
     with pytest.raises(ValueError, match="^X must hold at least one sample"):
         deep.train_deep_gd(key, X[:0], y[:0], [0.5, 0.5])

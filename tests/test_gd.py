@@ -10,7 +10,7 @@ import optax
 import pytest
 
 import aim_tutorial as aim
-from aim_tutorial.gd import averaged_errors, gd_loss, student_indices, student_matrix, train_gd
+from aim_tutorial.gd import GDStatus, averaged_errors, gd_loss, student_indices, student_matrix, train_gd
 
 
 def _problem(key, d=24, rho=0.5, alpha=0.1, T=2):
@@ -261,8 +261,9 @@ def test_divergence_detected_and_reported(key):
             assert msg.startswith("diverged: ||S_k||_F^2/d = ") and "times the scale" in msg, msg
     ok = train_gd(key, X, y, 0.5, n_init=2, steps=20, lr=0.1)
     assert ok.diverged.tolist() == [False, False] and ok.status == ("completed 20 steps",) * 2
+    assert [c.name for c in bad.codes] == ["NORM", "NORM"] and ok.codes == (GDStatus.COMPLETED,) * 2
     # positional code still works: the new fields come last
-    assert ok[9] == ok.width and ok[-1] == ok.status
+    assert ok[9] == ok.width and ok[-2] == ok.status and ok[-1] == ok.codes
 
 
 def test_divergence_status_loss_and_nonfinite():
@@ -272,10 +273,15 @@ def test_divergence_status_loss_and_nonfinite():
     from aim_tutorial.gd import LOSS_FACTOR
 
     loss = np.array([[1.0, 2.0, 5 * LOSS_FACTOR], [1.0, np.inf, np.nan], [1.0, 0.5, 0.2]])
-    div, status = _divergence(loss, np.array([1.0, 1.0, 0.1]), np.ones((3, 1)), [1.5], np.ones(3), 3)
+    div, status, codes = _divergence(loss, np.array([1.0, 1.0, 0.1]), np.ones((3, 1)), [1.5], np.ones(3), 3)
     assert div.tolist() == [True, True, False]
+    assert codes == (GDStatus.LOSS, GDStatus.NONFINITE_LOSS, GDStatus.COMPLETED)
+    assert [c.diverged for c in codes] == div.tolist()
     assert status[0].startswith("diverged: the loss is 5e+03 after 2 steps")
     assert status[1] == "non-finite: the loss is inf after 1 steps" and status[2] == "completed 3 steps"
+    # finite losses, weights that are not finite at the end: the rule after the loss's
+    div, status, codes = _divergence(np.ones((1, 3)), np.ones(1), np.array([[np.nan]]), [1.5], np.ones(1), 3)
+    assert div.tolist() == [True] and codes == (GDStatus.NONFINITE_WEIGHTS,) and status[0] == GDStatus(2).message
 
 
 def test_empty_data_refused(key):
@@ -537,8 +543,8 @@ def test_divergence_status_names_the_layer():
 
     loss, final = np.ones((2, 3)), np.ones(2)
     norms = np.array([[1e4, 1.0], [1.0, 1e4]])  # student 0: layer 1 too big, student 1: layer 2
-    div, status = _divergence(loss, final, norms, [1.5, 2.0], np.ones(2), 3, layered=True)
-    assert div.tolist() == [True, True]
+    div, status, codes = _divergence(loss, final, norms, [1.5, 2.0], np.ones(2), 3, layered=True)
+    assert div.tolist() == [True, True] and codes == (GDStatus.NORM,) * 2
     assert status[0] == ("diverged: ||S_{k,l}||_F^2/d of layer 1 = 1e+04 at the end, more than 100 times the "
                          "scale 1.5 of the problem (lower lr)")
     assert status[1] == ("diverged: ||S_{k,l}||_F^2/d of layer 2 = 1e+04 at the end, more than 100 times the "

@@ -105,3 +105,25 @@ def test_chapter_exercises_carry_their_metadata_and_notes(path):
         assert text.count(f"```{{solution-start}} {opts['label']}\n") == 1, opts["label"]
     notes = [m.start() for m in re.finditer(r"^```\{teaching-notes\}", text, re.M)]
     assert len(notes) == 1 and notes[0] < text.index("\n## Exercises"), path.name
+
+
+def test_the_patched_sphinx_exercise_function_is_the_one_the_patch_was_written_for():
+    """``aim_teaching._patch_exercise_numbers`` replaces sphinx-exercise's ``get_node_number`` (a
+    third-party internal) in ``sphinx_exercise.post_transforms``; the patch is right only while that
+    module calls the function by that global name with ``(app, node, typ)`` and the function is the
+    one it wraps. A new sphinx-exercise that changes either fails here, not silently in the PDF's
+    exercise numbers: read its new code, adapt the patch, then pin the new hash."""
+    import hashlib
+    import inspect
+
+    from sphinx_exercise import post_transforms, utils
+
+    src = inspect.getsource(getattr(post_transforms.get_node_number, "aim_original",
+                                    post_transforms.get_node_number))
+    assert hashlib.sha256(src.encode()).hexdigest() == (
+        "43b5c253247d23b5f5e21f048b96678ffa0f972e24099681c79eb0c059608b13"), src
+    assert utils.get_node_number.__name__ == "get_node_number"
+    calls = re.findall(r"\bget_node_number\(([^)]*)\)", inspect.getsource(post_transforms))
+    assert calls and all(len(c.split(",")) == 3 for c in calls), calls
+    # the call sites read the module's global, which is what the patch replaces
+    assert "from .utils import get_node_number" in inspect.getsource(post_transforms)

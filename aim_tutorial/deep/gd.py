@@ -128,6 +128,7 @@ class DeepGDResult(NamedTuple):
             ``max(1 + rho_l, (d + r_l + 1)/d, ||S_true_l||_F^2/d)``.
         status: tuple of ``K`` strings, why each student stopped (``"completed N steps"``, or
             ``"non-finite: ..."`` / ``"diverged: ..."`` with the step, the value and the bound).
+        codes: tuple of ``K`` :class:`aim_tutorial.gd.GDStatus` members, the same as codes.
     """
 
     S_hat: jax.Array
@@ -142,6 +143,7 @@ class DeepGDResult(NamedTuple):
     widths: tuple
     diverged: Optional[np.ndarray] = None
     status: tuple = ()
+    codes: tuple = ()
 
 
 def _deep_errors(Ws, S_true):
