@@ -76,26 +76,29 @@ book: install
 	    status=$$?; rm -f .dev_config_book.yml; exit $$status
 	@echo "book: open _build/html/index.html"
 
-# The Colab environment is made first, in the background (mostly downloads), while the other
-# steps run. Once the book is built, the Colab run (one notebook at a time) goes on in the
-# background beside the steps that leave a core idle (the browser test, the PDFs); make test
-# waits for it at the end and prints its log. COLAB_JOBS notebooks at a time. make test runs the
-# notebooks in the versions Colab ships (TEST_COLAB_ENVS); the run with the newest releases
-# (`COLAB_ENVS=newest make colab-run`) is the weekly job of .github/workflows/colab-newest.yml.
+# The Colab environments are made first, in the background (mostly downloads), while the other
+# steps run. Once the package's distributions are built (make dist), the Colab run (one notebook at
+# a time, each installing that wheel, as a reader installs the release) goes on in the background
+# beside every later step: in the versions Colab ships, then with the newest releases
+# (TEST_COLAB_ENVS). make test waits for it at the end and prints its log. COLAB_JOBS notebooks at
+# a time. .github/workflows/colab-newest.yml also runs the newest releases every week, for the
+# weeks without a push.
 COLAB_JOBS ?= 1
-TEST_COLAB_ENVS ?= shipped
+TEST_COLAB_ENVS ?= shipped newest
 # the site's pages link its downloads (_ext/aim_site.py), which the browser test checks
 test: export AIM_SITE = 1
 test: install
 	@mkdir -p $(COLAB_OUT)
 	OUT=$(COLAB_OUT) JOBS=$(COLAB_JOBS) COLAB_ENVS="$(TEST_COLAB_ENVS)" COLAB_STAGE=prepare bash scripts/colab_check.sh \
 	    > $(COLAB_OUT)/prepare.log 2>&1 &
-	$(MAKE) lint lint-workflows dist unit mutation-ci build-strict
+	$(MAKE) lint lint-workflows dist
 	@set -e; start=$$(date +%s); \
+	AIM_INSTALL_SOURCE=$$(ls $(CURDIR)/dist/aim_tutorial-*.whl) \
 	OUT=$(COLAB_OUT) JOBS=$(COLAB_JOBS) COLAB_ENVS="$(TEST_COLAB_ENVS)" COLAB_STAGE=run setsid bash scripts/colab_check.sh \
 	    > $(COLAB_OUT)/run.log 2>&1 & colab=$$!; \
 	trap 'kill -- -$$colab 2>/dev/null || true' EXIT; \
 	echo "colab-run: started in the background (log: $(COLAB_OUT)/run.log)"; \
+	$(MAKE) unit mutation-ci build-strict; \
 	AIM_BOOK_SCREENSHOTS=off $(MAKE) editions pdf site-downloads browser test-editions nbval colab-check site-check; \
 	echo "colab-run: waiting for it ($$(( $$(date +%s) - start )) s since it started)"; \
 	status=0; wait $$colab || status=$$?; trap - EXIT; cat $(COLAB_OUT)/run.log; \

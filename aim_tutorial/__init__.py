@@ -16,6 +16,7 @@ from .model import (  # noqa: F401
     deep_attention_literal,
     hardmax,
     sample_data,
+    sample_deep_data,
     sample_teacher,
     sample_tokens,
     softmax,

@@ -11,7 +11,7 @@ introduced.
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Sequence, Union
+from typing import NamedTuple, Sequence, Union
 
 import jax
 import jax.numpy as jnp
@@ -31,13 +31,14 @@ __all__ = [
     "deep_as_aim",
     "deep_attention_literal",
     "sample_data",
+    "sample_deep_data",
     "n_samples",
     "Instance",
     "make_instance",
 ]
 
-# a registered name, an aim_tutorial.channels.Channel, or a callable (the generic channel)
-Channel = Union[str, Callable[[jax.Array], jax.Array], object]
+# a registered name or an aim_tutorial.channels.Channel
+Channel = Union[str, object]
 
 
 def _channels():
@@ -290,7 +291,6 @@ def sample_data(
     channel: Channel = "softmax",
     beta: float = 1.0,
     noise: float = 0.0,
-    c: float = 1.0,
     label_noise: float = 0.0,
     log_outputs: bool = False,
 ):
@@ -298,33 +298,36 @@ def sample_data(
 
     Args:
         key: a ``jax.random`` key.
-        S: the teacher, shape ``(d, d)``; for ``channel="deep"`` a list
-            ``[S_1, ..., S_L]`` of such matrices.
+        S: the teacher, shape ``(d, d)``.
         n: number of samples, ``n >= 1``.
         T: tokens a sequence, ``T >= 1``.
-        channel: a registered name (``"softmax"`` at inverse temperature ``beta``,
-            ``"hardmax"``, ``"linear"`` (``y = h``), ``"relu"``, ``"sigmoid"``), a
-            :class:`~aim_tutorial.channels.Channel` (its own label noise included), ``"deep"``
-            (L layers with skip strength ``c``), or a callable ``g`` mapping a ``(T, T)``
-            matrix to a ``(T, T)`` matrix (the generic channel).
+        channel: a channel of the registry: its name (``"softmax"`` at inverse temperature
+            ``beta``, ``"hardmax"``, ``"linear"`` (``y = h``), ``"relu"``, ``"sigmoid"``,
+            ``"causal_softmax"``; :func:`aim_tutorial.channels.registered`) or a
+            :class:`~aim_tutorial.channels.Channel` (its own label noise included), such as
+            ``aim.generic_channel(g)`` for any map ``g`` of a ``(T, T)`` matrix or
+            ``aim.elementwise_channel(f)`` for an entrywise one. Two attention layers are not a
+            channel: their data come from :func:`sample_deep_data`.
         beta: inverse temperature, ``beta > 0`` (as everywhere in the package: the
             theory and GAMP-RIE need it; ``beta -> 0`` is the uniform output).
         noise: variance ``Delta >= 0`` of the Gaussian noise added to ``h``
             before ``g`` (``Delta`` on the diagonal, ``Delta/2`` off it).
-        c: skip strength of deep attention (``channel="deep"`` only).
         label_noise: variance of iid Gaussian noise added to every entry of
-            ``y`` after ``g`` (the generic channel's noise), ``>= 0``.
-        log_outputs: ``channel="softmax"`` or ``"deep"`` only: return the log-probabilities
-            ``log softmax(beta h)`` (of the last layer's ``A_L`` for ``"deep"``; computed by
-            log-sum-exp, finite at any ``beta``) instead of the probabilities, whose small entries
-            underflow to exactly 0 once ``beta |h_ab - h_ac|`` exceeds about 745 (``beta >= 100``
-            at ``d`` of a few hundred) and are exactly 1 or lost to rounding beside 1 from about
-            37 on (two-layer outputs at ``beta = 1``, ``d = 60``). GAMP-RIE and the softmax score
-            take them with ``log_outputs=True``, two-layer GAMP-RIE
-            (:func:`aim_tutorial.deep.deep_gamp_rie`) too.
+            ``y`` after ``g``, ``>= 0``.
+        log_outputs: ``channel="softmax"`` only: return the log-probabilities
+            ``log softmax(beta h)`` (computed by log-sum-exp, finite at any ``beta``) instead of the
+            probabilities, whose small entries underflow to exactly 0 once ``beta |h_ab - h_ac|``
+            exceeds about 745 (``beta >= 100`` at ``d`` of a few hundred). GAMP-RIE and the softmax
+            score take them with ``log_outputs=True``.
 
     Returns:
         ``(X, y)`` of shapes ``(n, T, d)`` and ``(n, T, T)``.
+
+    Raises:
+        ValueError: an argument out of its range, a name that is not registered (``"deep"``
+            included: :func:`sample_deep_data`), ``log_outputs`` with another channel.
+        TypeError: a channel that is neither a name nor a ``Channel`` (a bare function: wrap it
+            in ``aim.generic_channel`` or ``aim.elementwise_channel``).
 
     Example:
         >>> import jax, aim_tutorial as aim
@@ -338,52 +341,103 @@ def sample_data(
     T = _checks.integer_at_least("T", T, 1)
     beta = _checks.positive("beta", beta)
     noise = _checks.nonnegative("noise", noise)
-    c = _checks.finite("c", c)
     label_noise = _checks.nonnegative("label_noise", label_noise)
     log_outputs = _checks.boolean("log_outputs", log_outputs)
     chs = _channels()
-    if log_outputs and (not isinstance(channel, str) or channel not in ("softmax", "deep") or label_noise > 0):
-        raise ValueError("log_outputs=True is defined for channel='softmax' or 'deep' without label_noise only, "
-                         f"got channel={channel!r}, label_noise={label_noise!r}")
-    if isinstance(channel, str) and channel != "deep" and channel not in chs.registered():
-        raise ValueError(f"channel must be one of {chs.registered() + ('deep',)}, a Channel or a callable, "
-                         f"got {channel!r}")
-    if not (isinstance(channel, (str, chs.Channel)) or callable(channel)):
-        raise TypeError(f"channel must be a name, a Channel or a callable, got {type(channel).__name__}")
+    if isinstance(channel, str) and channel == "deep":
+        raise ValueError("channel='deep' is not a channel of the registry: the data of two (or more) attention "
+                         "layers come from aim.sample_deep_data(key, [S_1, ..., S_L], n, T, beta=..., c=...)")
+    if isinstance(channel, str) and channel not in chs.registered():
+        raise ValueError(f"channel must be one of {chs.registered()} or a Channel, got {channel!r}")
+    if not isinstance(channel, (str, chs.Channel)):
+        hint = (": wrap a function in aim.generic_channel(g) (any map of the (T, T) indices) or "
+                "aim.elementwise_channel(f) (an entrywise one)" if callable(channel) else "")
+        raise TypeError(f"channel must be a registered name or a Channel, got {type(channel).__name__}{hint}")
+    if log_outputs and (not isinstance(channel, str) or channel != "softmax" or label_noise > 0):
+        raise ValueError("log_outputs=True is defined for channel='softmax' without label_noise only "
+                         f"(and for aim.sample_deep_data), got channel={channel!r}, label_noise={label_noise!r}")
     k_x, k_noise, k_label = jax.random.split(key, 3)
-
-    if channel == "deep":
-        if isinstance(S, (list, tuple)):
-            Ss = list(S)
-        else:
-            raise ValueError("S must be a list [S_1, ..., S_L] of (d, d) matrices for channel='deep'")
-        if len(Ss) < 1:
-            raise ValueError("S must hold at least one layer (L >= 1) for channel='deep'")
-        if noise > 0:
-            raise ValueError("noise must be 0 for channel='deep' (noise on h is defined for one layer)")
-        for ell, S_l in enumerate(Ss):
-            _checks.square_symmetric(f"S[{ell}]", S_l)
-            if np.shape(S_l) != np.shape(Ss[0]):
-                raise ValueError(f"S[{ell}] must have the shape of S[0], {np.shape(Ss[0])}, got {np.shape(S_l)}")
-        d = np.shape(Ss[0])[0]
-        X = sample_tokens(k_x, n, T, d)
-        hs = [_indices(X, jnp.asarray(S_l)) for S_l in Ss]
-        y = _deep_forward(hs, beta, c, log_outputs=True) if log_outputs else deep_as_aim(hs, beta=beta, c=c)
+    if isinstance(S, (list, tuple)):
+        raise ValueError("S must be one (d, d) matrix (the layers of deep attention: aim.sample_deep_data)")
+    _checks.square_symmetric("S", S)
+    d = np.shape(S)[0]
+    X = sample_tokens(k_x, n, T, d)
+    h = _indices(X, jnp.asarray(S))
+    if noise > 0:
+        h = h + symmetric_noise(k_noise, h.shape, noise)
+    if log_outputs:
+        y = jax.nn.log_softmax(beta * h, axis=-1)
     else:
-        if isinstance(S, (list, tuple)):
-            raise ValueError("S must be one (d, d) matrix unless channel='deep'")
-        _checks.square_symmetric("S", S)
-        d = np.shape(S)[0]
-        X = sample_tokens(k_x, n, T, d)
-        h = _indices(X, jnp.asarray(S))
-        if noise > 0:
-            h = h + symmetric_noise(k_noise, h.shape, noise)
-        if log_outputs:
-            y = jax.nn.log_softmax(beta * h, axis=-1)
-        elif isinstance(channel, (str, chs.Channel)):
-            y = chs.get(channel).draw(jax.random.fold_in(k_label, 1), h, beta)
-        else:
-            y = apply_channel(h, channel, beta=beta)
+        y = chs.get(channel).draw(jax.random.fold_in(k_label, 1), h, beta)
+    if label_noise > 0:
+        y = y + jnp.sqrt(label_noise) * jax.random.normal(k_label, y.shape)
+    return X, y
+
+
+def sample_deep_data(
+    key: jax.Array,
+    S,
+    n: int,
+    T: int,
+    *,
+    beta: float = 1.0,
+    c: float = 1.0,
+    label_noise: float = 0.0,
+    log_outputs: bool = False,
+):
+    """Sample ``n`` sequences of deep attention, ``L`` softmax layers with skip strength ``c`` (chapter 7).
+
+    The tokens and the label noise are drawn from ``key`` as :func:`sample_data` draws them (one
+    layer gives its softmax data, bit for bit); the outputs are :func:`deep_as_aim` of the ``L``
+    layers' attention indices.
+
+    Args:
+        key: a ``jax.random`` key.
+        S: the teachers, a list ``[S_1, ..., S_L]`` of ``(d, d)`` symmetric matrices, ``L >= 1``.
+        n: number of samples, ``n >= 1``.
+        T: tokens a sequence, ``T >= 1``.
+        beta: inverse temperature of every layer, ``beta > 0``.
+        c: skip strength, finite.
+        label_noise: variance of iid Gaussian noise added to every entry of ``y``, ``>= 0``.
+        log_outputs: return the logs of the last layer's attention ``A_L`` (computed by
+            log-sum-exp: finite at any ``beta``), whose entries are exactly 1 or lost to rounding
+            beside 1 from about 37 on (two-layer outputs at ``beta = 1``, ``d = 60``); two-layer
+            GAMP-RIE (:func:`aim_tutorial.deep.deep_gamp_rie`) takes them with ``log_outputs=True``.
+            Not with ``label_noise``.
+
+    Returns:
+        ``(X, y)`` of shapes ``(n, T, d)`` and ``(n, T, T)``.
+
+    Example:
+        >>> import jax, aim_tutorial as aim
+        >>> Ss = aim.deep.sample_deep_teacher(jax.random.key(0), 20, [0.5, 0.5])
+        >>> X, y = aim.sample_deep_data(jax.random.key(1), Ss, n=5, T=3, c=1.0)
+        >>> X.shape, y.shape
+        ((5, 3, 20), (5, 3, 3))
+    """
+    _checks.prng_key("key", key)
+    n = _checks.integer_at_least("n", n, 1)
+    T = _checks.integer_at_least("T", T, 1)
+    beta = _checks.positive("beta", beta)
+    c = _checks.finite("c", c)
+    label_noise = _checks.nonnegative("label_noise", label_noise)
+    log_outputs = _checks.boolean("log_outputs", log_outputs)
+    if log_outputs and label_noise > 0:
+        raise ValueError(f"log_outputs=True is defined without label_noise only, got label_noise={label_noise!r}")
+    if not isinstance(S, (list, tuple)):
+        raise ValueError("S must be a list [S_1, ..., S_L] of (d, d) matrices, one a layer")
+    Ss = list(S)
+    if len(Ss) < 1:
+        raise ValueError("S must hold at least one layer (L >= 1)")
+    for ell, S_l in enumerate(Ss):
+        _checks.square_symmetric(f"S[{ell}]", S_l)
+        if np.shape(S_l) != np.shape(Ss[0]):
+            raise ValueError(f"S[{ell}] must have the shape of S[0], {np.shape(Ss[0])}, got {np.shape(S_l)}")
+    k_x, _, k_label = jax.random.split(key, 3)  # the keys of sample_data (no noise on h here)
+    d = np.shape(Ss[0])[0]
+    X = sample_tokens(k_x, n, T, d)
+    hs = [_indices(X, jnp.asarray(S_l)) for S_l in Ss]
+    y = _deep_forward(hs, beta, c, log_outputs=True) if log_outputs else deep_as_aim(hs, beta=beta, c=c)
     if label_noise > 0:
         y = y + jnp.sqrt(label_noise) * jax.random.normal(k_label, y.shape)
     return X, y
@@ -440,9 +494,10 @@ def make_instance(key: jax.Array, d: int, rho, alpha: float, T: int = 2, *,
     """Teacher, data and sizes of one instance, with the package's one key scheme.
 
     ``key`` is split in three: the teacher (:func:`sample_teacher`, or one teacher a layer
-    for ``channel="deep"``), the data (:func:`sample_data`, ``n = round(alpha d^2)`` samples)
-    and the algorithm (``Instance.key``). Every experiment of the book, ``reproduce`` and
-    ``scripts/`` builds its instances this way, so an instance is named by its key alone.
+    for ``channel="deep"``), the data (:func:`sample_data`, or :func:`sample_deep_data` for
+    ``channel="deep"``; ``n = round(alpha d^2)`` samples) and the algorithm (``Instance.key``).
+    Every experiment of the book, ``reproduce`` and ``scripts/`` builds its instances this way,
+    so an instance is named by its key alone.
 
     Args:
         key: a ``jax.random`` key.
@@ -450,7 +505,10 @@ def make_instance(key: jax.Array, d: int, rho, alpha: float, T: int = 2, *,
         rho: width ratio ``r/d > 0``; for ``channel="deep"`` a list of ratios, one a layer.
         alpha: sample complexity ``n / d^2 > 0``.
         T: tokens a sequence, ``>= 1``.
-        channel, beta, noise, c, label_noise, log_outputs: as :func:`sample_data`.
+        channel: as :func:`sample_data`, or ``"deep"``: two or more softmax layers
+            (:func:`sample_deep_data`, skip strength ``c``).
+        beta, noise, label_noise, log_outputs: as :func:`sample_data`; ``c``: as
+            :func:`sample_deep_data` (``channel="deep"`` only).
 
     Returns:
         :class:`Instance` ``(S, X, y, n, key)``.
@@ -466,9 +524,12 @@ def make_instance(key: jax.Array, d: int, rho, alpha: float, T: int = 2, *,
     n = n_samples(alpha, d)
     k_teacher, k_data, k_algorithm = jax.random.split(key, 3)
     if isinstance(channel, str) and channel == "deep":
+        if noise > 0:
+            raise ValueError("noise must be 0 for channel='deep' (noise on h is defined for one layer)")
         S = _sample_teachers(k_teacher, d, _layers("rho", rho))
+        X, y = sample_deep_data(k_data, S, n, T, beta=beta, c=c, label_noise=label_noise, log_outputs=log_outputs)
     else:
         S = sample_teacher(k_teacher, d, rho)
-    X, y = sample_data(k_data, S, n, T, channel=channel, beta=beta, noise=noise, c=c, label_noise=label_noise,
-                       log_outputs=log_outputs)
+        X, y = sample_data(k_data, S, n, T, channel=channel, beta=beta, noise=noise, label_noise=label_noise,
+                           log_outputs=log_outputs)
     return Instance(S, X, y, n, k_algorithm)

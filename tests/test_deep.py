@@ -177,7 +177,7 @@ def test_train_deep_gd_learns_both_layers(key):
     k1, k2, k3 = jax.random.split(key, 3)
     d, T = 16, 2
     Ss = _teachers(k1, d, [0.5, 0.5])
-    X, y = aim.sample_data(k2, Ss, n=256, T=T, channel="deep", beta=1.0, c=1.0)
+    X, y = aim.sample_deep_data(k2, Ss, n=256, T=T, beta=1.0, c=1.0)
     res = deep.train_deep_gd(k3, X, y, [0.5, 0.5], n_init=2, steps=300, S_true=Ss, record_every=100)
     assert res.S_hat.shape == (2, d, d) and res.S_students.shape == (2, 2, d, d)
     assert res.loss.shape == (2, 300) and res.error_students.shape == (2, 2, 4)
@@ -195,7 +195,7 @@ def test_train_deep_gd_learns_both_layers(key):
 
 def test_train_deep_gd_validation(key):
     S = _teachers(key, 8, [0.5, 0.5])
-    X, y = aim.sample_data(key, S, n=10, T=2, channel="deep")
+    X, y = aim.sample_deep_data(key, S, n=10, T=2)
     with pytest.raises(ValueError, match="rhos"):
         deep.train_deep_gd(key, X, y, [0.5, -1.0])
     with pytest.raises(ValueError, match="n_init"):
@@ -278,6 +278,9 @@ def test_state_evolution_fixed_point_solves_the_map(key):
     # max_iter is reported, not hidden
     r = deep.deep_state_evolution_diagonal(key, 0.1, [0.5, 0.5], n_omega=64, n_inner=32, max_iter=2)
     assert r.status == ("max_iter",) and not r.converged[0]
+    # the codes of one enumeration say the same (its messages are the status strings)
+    assert r.code.tolist() == [deep.DeepSEStatus.MAX_ITER] and deep.DeepSEStatus(r.code[0]).message == r.status[0]
+    assert [m.converged for m in deep.DeepSEStatus] == [True, True, False]
 
 
 @pytest.mark.slow
@@ -327,7 +330,7 @@ def test_train_deep_gd_divergence_reported(key):
     # lr = 1e6: every student's S_l blows up while the softmax keeps the loss finite; the status names the
     # layer, the norm and its bound. lr = 0.1 (same compile): completed. d = 6, 10 steps.
     S = _teachers(key, 6, [0.5, 0.5])
-    X, y = aim.sample_data(key, S, n=12, T=2, channel="deep")
+    X, y = aim.sample_deep_data(key, S, n=12, T=2)
     bad = deep.train_deep_gd(key, X, y, [0.5, 0.5], n_init=2, steps=10, lr=1e6)
     assert bool(jnp.all(bad.finite)) and bad.diverged.tolist() == [True, True], bad.status
     assert all(m.startswith("diverged: ||S_{k,l}||_F^2/d of layer ") for m in bad.status), bad.status
@@ -345,7 +348,7 @@ def test_train_deep_gd_options_are_keyword_only(key):
     assert [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD] == ["key", "X", "y", "rhos"]
     assert all(p.kind is p.KEYWORD_ONLY for p in params if p.name not in ("key", "X", "y", "rhos"))
     S = _teachers(key, 6, [0.5, 0.5])
-    X, y = aim.sample_data(key, S, n=12, T=2, channel="deep")
+    X, y = aim.sample_deep_data(key, S, n=12, T=2)
     with pytest.raises(TypeError, match="positional"):
         deep.train_deep_gd(key, X, y, [0.5, 0.5], 2)
 
@@ -457,7 +460,7 @@ def test_train_deep_gd_dtype(key, monkeypatch):
     monkeypatch.delenv("AIM_DTYPE", raising=False)
     k1, k2, k3 = jax.random.split(key, 3)
     Ss = deep.sample_deep_teacher(k1, 12, [0.5, 0.5])
-    X, y = aim.sample_data(k2, Ss, n=150, T=2, channel="deep")
+    X, y = aim.sample_deep_data(k2, Ss, n=150, T=2)
     r32 = aim.train_deep_gd(k3, X, y, [0.5, 0.5], n_init=2, steps=60, S_true=Ss, dtype="float32")
     r64 = aim.train_deep_gd(k3, X, y, [0.5, 0.5], n_init=2, steps=60, S_true=Ss, dtype=np.float64)
     for r, dt in ((r32, np.float32), (r64, np.float64)):
@@ -520,7 +523,7 @@ def test_train_deep_gd_error_records_are_the_distances_to_the_teachers(key):
     k1, k2, k3 = jax.random.split(key, 3)
     d = 6
     Ss = _teachers(k1, d, [0.5, 0.5])
-    X, y = aim.sample_data(k2, Ss, n=12, T=2, channel="deep")
+    X, y = aim.sample_deep_data(k2, Ss, n=12, T=2)
     res = deep.train_deep_gd(k3, X, y, [0.5, 0.5], n_init=2, steps=4, S_true=Ss, record_every=2)
     S = jnp.stack(Ss)
     np.testing.assert_allclose(res.error_students[:, :, -1], jnp.sum((res.S_students - S) ** 2, axis=(-1, -2)) / d,
@@ -534,7 +537,7 @@ def test_train_deep_gd_refuses_just_above_its_memory_need(key, monkeypatch):
     that many bytes it trains, one byte short is refused. d = 6, r_l = 3, n = 12 (as the divergence test)."""
     d, n, T, n_init, L, widths = 6, 12, 2, 2, 2, (3, 3)
     S = _teachers(key, d, [0.5, 0.5])
-    X, y = aim.sample_data(key, S, n=n, T=T, channel="deep")
+    X, y = aim.sample_deep_data(key, S, n=n, T=T)
     need = 8 * (4 * n_init * d * sum(widths) + n_init * L * d * d + 2 * n * T * max(d, T))
     monkeypatch.setenv("AIM_MAX_BYTES", str(need - 1))
     with pytest.raises(ValueError, match=r"^train_deep_gd needs about"):

@@ -37,7 +37,7 @@ out["gd_diff"] = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
                                   (one.S_hat, four.S_hat)))
 out["gd_scale"] = float(np.max(np.abs(np.asarray(one.W))))
 Ss = aim.deep.sample_deep_teacher(k1, 10, (0.5, 0.5))
-Xd, yd = aim.sample_data(k2, Ss, n=100, T=2, channel="deep", beta=1.0, c=1.0)
+Xd, yd = aim.sample_deep_data(k2, Ss, n=100, T=2, beta=1.0, c=1.0)
 d1 = aim.deep.train_deep_gd(k3, Xd, yd, [0.5, 0.5], n_init=4, steps=40, S_true=Ss,
                             devices=jax.devices()[:1])
 d4 = aim.deep.train_deep_gd(k3, Xd, yd, [0.5, 0.5], n_init=4, steps=40, S_true=Ss)

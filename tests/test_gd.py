@@ -584,7 +584,7 @@ def test_deep_students_record_errors_per_layer_on_the_last_axis(key):
     k1, k2, k3 = jax.random.split(key, 3)
     d = 8
     Ss = deep.sample_deep_teacher(k1, d, [0.5, 0.5])
-    X, y = aim.sample_data(k2, Ss, n=16, T=2, channel="deep")
+    X, y = aim.sample_deep_data(k2, Ss, n=16, T=2)
     res = deep.train_deep_gd(k3, X, y, [0.5, 0.5], n_init=2, steps=2, S_true=Ss, record_every=1)
     assert res.error_mean.shape == (2, 3) and res.error_students.shape == (2, 2, 3)
     W0 = [jax.random.normal(k, (2, d, w)) for k, w in zip(jax.random.split(k3, 2), res.widths)]

@@ -120,19 +120,26 @@ def test_deep_aim_matches_literal_recursion(key):
     d = 50
     Ss = [aim.sample_teacher(k, d, 0.5) for k in keys[:3]]
     for c in (0.0, 1.0, 0.5):
-        X, y = aim.sample_data(keys[3], Ss, n=10, T=3, channel="deep", c=c, beta=0.8)
+        X, y = aim.sample_deep_data(keys[3], Ss, n=10, T=3, c=c, beta=0.8)
         np.testing.assert_allclose(y, aim.deep_attention_literal(X, Ss, beta=0.8, c=c), atol=1e-12)
     # one layer of deep attention is the softmax channel
-    X, y1 = aim.sample_data(keys[3], Ss[:1], n=10, T=3, channel="deep")
+    X, y1 = aim.sample_deep_data(keys[3], Ss[:1], n=10, T=3)
     _, y2 = aim.sample_data(keys[3], Ss[0], n=10, T=3, channel="softmax")
     np.testing.assert_allclose(y1, y2, atol=1e-12)
 
 
-def test_generic_channel_callable(key):
+def test_channels_come_through_the_registry_only(key):
+    """sample_data takes a registered name or a Channel; a bare function is refused with the way to wrap
+    it, and the wrapped one gives the function's outputs; "deep" points to sample_deep_data."""
     k1, k2 = jax.random.split(key)
     S = aim.sample_teacher(k1, 20, 0.5)
-    X, y = aim.sample_data(k2, S, n=5, T=2, channel=jnp.tanh)
-    np.testing.assert_allclose(y, jnp.tanh(aim.attention_indices(X, S)), atol=1e-12)
+    with pytest.raises(TypeError, match="^channel must be a registered name or a Channel, got .*generic_channel"):
+        aim.sample_data(k2, S, n=5, T=2, channel=jnp.tanh)
+    with pytest.raises(ValueError, match="sample_deep_data"):
+        aim.sample_data(k2, [S, S], n=5, T=2, channel="deep")
+    X, y = aim.sample_data(k2, S, n=5, T=2, channel=aim.elementwise_channel(lambda h: h + h**3))
+    h = aim.attention_indices(X, S)
+    np.testing.assert_allclose(y, h + h**3, atol=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -175,9 +182,9 @@ def test_shape_validation(key):
     with pytest.raises(ValueError, match="share d"):
         aim.attention_indices(jnp.ones((3, 2, 11)), S)
     with pytest.raises(ValueError, match="list"):
-        aim.sample_data(key, S, n=3, T=2, channel="deep")
+        aim.sample_deep_data(key, S, n=3, T=2)
     with pytest.raises(ValueError, match="shape"):
-        aim.sample_data(key, [S, aim.sample_teacher(key, 12, 0.5)], n=3, T=2, channel="deep")
+        aim.sample_deep_data(key, [S, aim.sample_teacher(key, 12, 0.5)], n=3, T=2)
 
 
 # --- hostile input (issue: every bad input a clear error, no silent NaN) -------------------------
@@ -232,7 +239,7 @@ def test_log_outputs_are_finite_where_probabilities_underflow(key):
         (lambda X, S, k: aim.symmetric_noise(k, (2, 2), -1.0), "noise"),
         (lambda X, S, k: aim.symmetric_noise(k, (2, 3), 1.0), "shape"),
         (lambda X, S, k: aim.apply_channel(jnp.ones((2, 3)), "softmax"), "h"),
-        (lambda X, S, k: aim.sample_data(k, S, 5, 2, c=np.nan), "c"),
+        (lambda X, S, k: aim.sample_deep_data(k, [S, S], 5, 2, c=np.nan), "c"),
     ],
 )
 def test_bad_model_inputs_name_the_argument(key, call, name):
@@ -409,8 +416,8 @@ def test_deep_log_outputs_are_the_logs_and_keep_what_saturates(key):
     """``channel="deep"`` with ``log_outputs``: the same draws, the logs of the probabilities where those
     are not saturated, and finite log-ratios where the probabilities are exactly 0 or 1 in float64."""
     Ss = aim.deep.sample_deep_teacher(key, 20, [0.5, 0.5])
-    X, y = aim.sample_data(key, Ss, 400, 2, channel="deep", beta=10.0)
-    X2, logy = aim.sample_data(key, Ss, 400, 2, channel="deep", beta=10.0, log_outputs=True)
+    X, y = aim.sample_deep_data(key, Ss, 400, 2, beta=10.0)
+    X2, logy = aim.sample_deep_data(key, Ss, 400, 2, beta=10.0, log_outputs=True)
     y, logy = np.asarray(y), np.asarray(logy)
     assert np.array_equal(np.asarray(X), np.asarray(X2))
     ok = (y > 1e-12) & (y < 1 - 1e-12)
@@ -435,8 +442,8 @@ def test_make_instance_key_scheme(key):
 def test_sample_data_default_skip_strength_is_one(key):
     k1, k2 = jax.random.split(key)
     Ss = aim.deep.sample_deep_teacher(k1, 6, [0.5, 0.5])
-    _, y = aim.sample_data(k2, Ss, 5, 2, channel="deep")
-    _, y1 = aim.sample_data(k2, Ss, 5, 2, channel="deep", c=1.0)
+    _, y = aim.sample_deep_data(k2, Ss, 5, 2)
+    _, y1 = aim.sample_deep_data(k2, Ss, 5, 2, c=1.0)
     np.testing.assert_array_equal(y, y1)
 
 
@@ -512,7 +519,7 @@ def test_sample_data_noise_and_label_keys(key):
 
 def test_deep_checks_name_the_layer_and_the_overflow():
     """deep_as_aim refuses a non-square layer and a layer of another shape, naming hs[0]'s shape;
-    reports an output that overflowed although its inputs are finite; sample_data(channel="deep")
+    reports an output that overflowed although its inputs are finite; sample_deep_data(channel="deep")
     refuses an empty list of layers."""
     with pytest.raises(ValueError, match=r"hs\[0\] must have the shape"):
         aim.deep_as_aim([jnp.zeros((2, 3))])
@@ -522,10 +529,10 @@ def test_deep_checks_name_the_layer_and_the_overflow():
     with pytest.raises(ValueError, match="not finite"):
         aim.deep_as_aim([h, h, h], c=1e200)
     with pytest.raises(ValueError, match="at least one layer"):
-        aim.sample_data(jax.random.key(0), [], n=3, T=2, channel="deep")
+        aim.sample_deep_data(jax.random.key(0), [], n=3, T=2)
     Ss = [aim.sample_teacher(jax.random.key(i), d, 0.5) for i, d in enumerate((4, 5, 6))]
     with pytest.raises(ValueError, match=r"S\[1\] must have the shape of S\[0\], \(4, 4\)"):
-        aim.sample_data(jax.random.key(0), Ss, n=3, T=2, channel="deep")
+        aim.sample_deep_data(jax.random.key(0), Ss, n=3, T=2)
 
 
 def test_shapes_at_the_edges_of_the_checks(key):
@@ -559,5 +566,7 @@ def test_shapes_at_the_edges_of_the_checks(key):
     k_noise = jax.random.split(key, 3)[1]
     np.testing.assert_allclose(y - aim.attention_indices(X, S), aim.symmetric_noise(k_noise, (7, 2, 2), 0.5),
                                atol=1e-12)
+    with pytest.raises(TypeError, match="noise"):  # deep data have no noise on h
+        aim.sample_deep_data(key, [S, S], n=3, T=2, noise=0.5)
     with pytest.raises(ValueError, match="noise must be 0"):
-        aim.sample_data(key, [S, S], n=3, T=2, channel="deep", noise=0.5)
+        aim.make_instance(key, 5, [0.5, 0.5], 0.2, 2, channel="deep", noise=0.5)

@@ -258,12 +258,18 @@ def test_release_check(tmp_path):
     assert done.returncode == 1 and "[project] table" in done.stderr
 
 
-def test_colab_runs_shipped_in_make_test_and_newest_weekly():
-    """make test runs the Colab notebooks in the versions Colab ships; the newest releases are
-    the weekly workflow's (the same script), so that neither is left out."""
+def test_colab_runs_shipped_and_newest_in_make_test():
+    """make test runs the Colab notebooks in the versions Colab ships and with the newest releases,
+    each notebook installing the wheel that make dist built; the weekly workflow runs the newest
+    releases again for the weeks without a push (the same script)."""
     make = (ROOT / "Makefile").read_text()
-    assert re.search(r"^TEST_COLAB_ENVS \?= shipped$", make, re.M)
+    assert re.search(r"^TEST_COLAB_ENVS \?= shipped newest$", make, re.M)
     assert make.count('COLAB_ENVS="$(TEST_COLAB_ENVS)"') == 2  # prepare and run
+    test = make[make.index("\ntest: install"):]
+    test = test[:test.index("\n\n")]
+    assert "AIM_INSTALL_SOURCE=$$(ls $(CURDIR)/dist/aim_tutorial-*.whl)" in test
+    # the run starts after dist (its wheel) and before the unit tests (beside every later step)
+    assert test.index("dist\n") < test.index("COLAB_STAGE=run") < test.index("$(MAKE) unit")
     wf = yaml.safe_load((WORKFLOW.parent / "colab-newest.yml").read_text())
     on = wf[True] if True in wf else wf["on"]
     assert "schedule" in on and "workflow_dispatch" in on

@@ -55,7 +55,7 @@ from .gamp import DeepGampHistory, DeepGampResult, deep_gamp_rie
 from .gd import DeepGDResult, deep_loss, deep_student_output, train_deep_gd
 from .model import (deep_alpha_count, deep_output, index_covariance, limit_overlap_matrix, observed_maps_to_indices,
                     overlap_matrix, sample_deep_teacher)
-from .state_evolution import DeepSEResult, deep_state_evolution_diagonal
+from .state_evolution import DeepSEResult, DeepSEStatus, deep_state_evolution_diagonal
 
 __all__ = [
     "DeepGDResult",
@@ -63,6 +63,7 @@ __all__ = [
     "DeepGampResult",
     "DeepQHat",
     "DeepSEResult",
+    "DeepSEStatus",
     "deep_alpha_count",
     "deep_gamp_rie",
     "deep_log_zout",

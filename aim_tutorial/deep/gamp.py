@@ -326,7 +326,7 @@ def deep_gamp_rie(X, y, rhos: Sequence[float], *, beta: float = 1.0, c: float = 
     Args:
         X: tokens ``(n, 2, d)``.
         y: noiseless two-layer outputs ``(n, 2, 2)`` (:func:`aim_tutorial.deep.deep_output`), every entry in
-            ``(0, 1)``; or, with ``log_outputs=True``, their logs (``aim.sample_data(..., channel="deep",
+            ``(0, 1)``; or, with ``log_outputs=True``, their logs (``aim.sample_deep_data(...,
             log_outputs=True)``): at ``beta = 1`` and ``d = 60`` some outputs are already 1 in float64,
             their log-ratio lost, which the logs keep.
         rhos: the two width ratios ``(rho_1, rho_2)``, each ``> 0``.
@@ -393,8 +393,8 @@ def deep_gamp_rie(X, y, rhos: Sequence[float], *, beta: float = 1.0, c: float = 
     else:
         if not (np.all(y64 > 0) and np.all(y64 < 1)):
             raise ValueError("y must be softmax outputs with every entry in (0, 1): a saturated output (0 or 1 in "
-                             "floating point) has lost its log-ratio; sample log-outputs (aim.sample_data(..., "
-                             "channel='deep', log_outputs=True)) and pass log_outputs=True")
+                             "floating point) has lost its log-ratio; sample log-outputs (aim.sample_deep_data(..., "
+                             "log_outputs=True)) and pass log_outputs=True")
         logy = np.log(y64)
     dtype = algorithm_dtype(dtype)
     S_ref = [jax.device_put(np.zeros((d, d), dtype))] * 2

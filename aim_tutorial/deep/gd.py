@@ -185,7 +185,7 @@ def train_deep_gd(
     Args:
         key: ``jax.random`` key for the initialisations.
         X: tokens ``(n, T, d)``.
-        y: outputs ``(n, T, T)`` of a deep teacher (``sample_data(..., channel="deep")``).
+        y: outputs ``(n, T, T)`` of a deep teacher (``sample_deep_data(...)``).
         rhos: the teacher's width ratios, one a layer; default student widths
             ``r_l = round(rho_l d)`` (matched widths).
         n_init: number of students, ``>= 1``.
@@ -220,7 +220,7 @@ def train_deep_gd(
         >>> import jax, aim_tutorial as aim
         >>> k1, k2, k3 = jax.random.split(jax.random.key(0), 3)
         >>> Ss = aim.deep.sample_deep_teacher(k1, 12, [0.5, 0.5])
-        >>> X, y = aim.sample_data(k2, Ss, n=100, T=2, channel="deep")
+        >>> X, y = aim.sample_deep_data(k2, Ss, n=100, T=2)
         >>> res = aim.train_deep_gd(k3, X, y, [0.5, 0.5], n_init=2, steps=20, S_true=Ss)
         >>> res.S_hat.shape, res.error_mean.shape
         ((2, 12, 12), (2, 21))

@@ -12,17 +12,39 @@ from typing import NamedTuple, Optional, Sequence
 import numpy as np
 
 from .. import _checks
+from .._status import Coded
 from ._common import channel_settings as _channel_settings
 from ._common import node_count as _node_count
 from ._common import width_ratios as _rhos
 from .channel import deep_q_hat
 from .model import limit_overlap_matrix
 
-__all__ = ["DeepSEResult", "deep_state_evolution_diagonal"]
+__all__ = ["DeepSEResult", "DeepSEStatus", "deep_state_evolution_diagonal"]
 
 
 class _OutOfCalls(Exception):
     """The root finder of :func:`deep_state_evolution_diagonal` reached ``max_iter`` evaluations."""
+
+
+class DeepSEStatus(Coded):
+    """Why the per-layer state evolution stopped at one ``alpha``: the codes of ``DeepSEResult.code``.
+
+    Each member's message is the status string of :class:`DeepSEResult` (``status``).
+
+    Example:
+        >>> from aim_tutorial.deep import DeepSEStatus
+        >>> DeepSEStatus.MAX_ITER.message, DeepSEStatus.MAX_ITER.converged, int(DeepSEStatus.FIXED_POINT)
+        ('max_iter', False, 0)
+    """
+
+    FIXED_POINT = 0, "fixed point"
+    PERFECT_RECOVERY = 1, "perfect recovery"
+    MAX_ITER = 2, "max_iter"
+
+    @property
+    def converged(self) -> bool:
+        """A fixed point was found or perfect recovery reached (``DeepSEResult.converged``)."""
+        return self is not DeepSEStatus.MAX_ITER
 
 
 class DeepSEResult(NamedTuple):
@@ -42,6 +64,8 @@ class DeepSEResult(NamedTuple):
             ``"max_iter"`` (neither, within ``max_iter`` evaluations).
         residual: ``(A,)``, ``max_l |log F_l(V) - log V_l|`` at the returned ``V``
             (``nan`` for perfect recovery).
+        code: ``(A,)`` int, the :class:`DeepSEStatus` of each ``alpha`` (``DeepSEStatus(code[i])``;
+            its message is ``status[i]``).
     """
 
     alpha: np.ndarray
@@ -51,6 +75,7 @@ class DeepSEResult(NamedTuple):
     iterations: np.ndarray
     status: tuple = ()
     residual: np.ndarray | None = None
+    code: np.ndarray | None = None
 
 
 def deep_state_evolution_diagonal(key, alpha, rhos: Sequence[float], T: int = 2, beta: float = 1.0,
@@ -138,7 +163,9 @@ def deep_state_evolution_diagonal(key, alpha, rhos: Sequence[float], T: int = 2,
             resid[idx] = float(np.max(np.abs(np.log(Fv) - np.log(V))))
         out_V[idx], out_qh[idx] = V, qh
         status[idx], conv[idx] = state, state != "max_iter"
-    return DeepSEResult(a, out_V, out_qh, conv, its, tuple(status), resid)
+    by_message = {m.message: m for m in DeepSEStatus}
+    code = np.array([by_message[st] for st in status], dtype=int)
+    return DeepSEResult(a, out_V, out_qh, conv, its, tuple(status), resid, code)
 
 
 def _iteration_settings(damping, tol, max_iter, V_floor, V_stop, warm_tol):
