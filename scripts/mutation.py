@@ -85,6 +85,8 @@ _EW = ["tests/test_elementwise.py", "tests/test_channel_registry.py", "tests/tes
 _DEEP_HOSTILE = [_hostile(f"deep.{m}") for m in ("model", "gd", "channel")]
 MODULES = {
     "rmt": ("aim_tutorial/rmt.py", ["tests/test_rmt.py", _hostile("rmt")]),
+    "_rmt_resolvent": ("aim_tutorial/_rmt_resolvent.py", ["tests/test_rmt.py", _hostile("rmt")]),
+    "_rmt_support": ("aim_tutorial/_rmt_support.py", ["tests/test_rmt.py", _hostile("rmt")]),
     "rmt_device": ("aim_tutorial/rmt_device.py", ["tests/test_rmt_device.py", _hostile("rmt_device")]),
     "counting": ("aim_tutorial/counting.py", ["tests/test_counting.py", "tests/test_state_evolution.py",
                                               "tests/test_deep.py"]),
