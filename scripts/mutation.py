@@ -93,6 +93,8 @@ MODULES = {
     "state_evolution": ("aim_tutorial/state_evolution.py", ["tests/test_state_evolution.py",
                                                             _hostile("state_evolution")]),
     "amp": ("aim_tutorial/amp.py", ["tests/test_amp.py", _hostile("amp")]),
+    "_amp_steps": ("aim_tutorial/_amp_steps.py", ["tests/test_amp.py", _hostile("amp")]),
+    "_amp_types": ("aim_tutorial/_amp_types.py", ["tests/test_amp.py", _hostile("amp")]),
     "amp_device": ("aim_tutorial/amp_device.py", ["tests/test_amp_device.py", _hostile("amp_device")]),
     "amp_kernel": ("aim_tutorial/amp_kernel.py", ["tests/test_amp.py", "tests/test_amp_device.py"]),
     "model": ("aim_tutorial/model.py", ["tests/test_model.py", _hostile("model")]),
