@@ -92,6 +92,8 @@ MODULES = {
                                               "tests/test_deep.py"]),
     "state_evolution": ("aim_tutorial/state_evolution.py", ["tests/test_state_evolution.py",
                                                             _hostile("state_evolution")]),
+    "_se_denoising": ("aim_tutorial/_se_denoising.py", ["tests/test_state_evolution.py", _hostile("state_evolution")]),
+    "_se_solve": ("aim_tutorial/_se_solve.py", ["tests/test_state_evolution.py", _hostile("state_evolution")]),
     "amp": ("aim_tutorial/amp.py", ["tests/test_amp.py", _hostile("amp")]),
     "_amp_steps": ("aim_tutorial/_amp_steps.py", ["tests/test_amp.py", _hostile("amp")]),
     "_amp_types": ("aim_tutorial/_amp_types.py", ["tests/test_amp.py", _hostile("amp")]),
