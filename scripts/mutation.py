@@ -114,6 +114,7 @@ MODULES = {
     "channels.linear": ("aim_tutorial/channels/linear.py", _CH),
     "channels.hardmax": ("aim_tutorial/channels/hardmax.py", _CH),
     "channels.elementwise": ("aim_tutorial/channels/elementwise.py", _EW),
+    "channels._elementwise_integrals": ("aim_tutorial/channels/_elementwise_integrals.py", _EW),
     "channels.relu": ("aim_tutorial/channels/relu.py", _EW),
     "channels.sigmoid": ("aim_tutorial/channels/sigmoid.py", _EW),
     "channels.generic": ("aim_tutorial/channels/generic.py", _CH + [_hostile("channels.generic")]),
