@@ -40,12 +40,9 @@ passing*, ISIT 2011; Maillard, Troiani, Martin, Krzakala, Zdeborova, arXiv
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import importlib
 import math
-import threading
-from typing import NamedTuple, Optional
+from typing import Optional
 
 import jax
 import jax.numpy as jnp
@@ -53,8 +50,15 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from . import _checks
-from .config import algorithm_dtype, algorithm_products, compiled_flops, gamp_jit
+from ._amp_steps import _is_concrete, _make_half_step, _prior_input, _prior_step
+from ._amp_types import (GampRieHistory, GampRieOptions, GampRieProblem, GampRieRecord, GampRieResult,
+                         GampRieSEResult, GampRieState, GampRieStopPolicy)
+from .config import algorithm_dtype
 from .model import sample_teacher
+
+# the old addresses of the half-iteration's pieces (amp_device, deep.gamp, the benchmarks and the tests
+# read them here; the block sizes are read in _amp_steps: a change must be made there)
+from ._amp_steps import BLOCK_BYTES, UNBLOCKED_BYTES, _block_rows, _quadratic_forms  # noqa: F401
 
 __all__ = [
     "GampRieHistory",
@@ -74,6 +78,12 @@ __all__ = [
     "prior_input",
     "iteration_memory",
 ]
+
+# the named tuples live in _amp_types.py (issue 49); their public address is this module
+for _t in (GampRieHistory, GampRieOptions, GampRieProblem, GampRieRecord, GampRieResult, GampRieSEResult,
+           GampRieState, GampRieStopPolicy):
+    _t.__module__ = __name__
+del _t
 
 MAX_ADAPTIVE_DAMPING = 0.5  # adaptive damping stops at the default: more made the hardmax drift away at alpha = 0.2
 # The self-checks of gamp_rie_self_check. Nishimori ratio E g^2 / -E g' at the last iteration, measured
@@ -101,89 +111,6 @@ def _channels():
 
 def _kernel():
     return importlib.import_module("aim_tutorial.amp_kernel")
-
-
-# --------------------------------------------------------------------------- #
-# Results
-# --------------------------------------------------------------------------- #
-class GampRieHistory(NamedTuple):
-    """Per-iteration diagnostics of :func:`gamp_rie` (numpy arrays, one entry an iteration).
-
-    Attributes:
-        error: ``||S_hat - S_true||_F^2 / d`` after the iteration (``nan`` when no ``S_true`` is given).
-        mmse_pred: the predicted error ``c = mmse_rho(Delta)`` after the iteration.
-        residual: ``||S_hat_new - S_hat_old||_F^2 / d``.
-        q_hat: the empirical ``q_hat`` of the iteration.
-        delta: the effective noise ``Delta = 1 / q_hat``.
-        nishimori_ratio: ``E[g^2] / (-E[g'])`` over the samples (the two estimators of ``q_hat``); 1 on
-            the Nishimori line (up to finite-size corrections), large when the predicted variance ``V``
-            has collapsed below the actual error.
-        damping: the damping used in the iteration (it changes only with ``adaptive_damping``).
-    """
-
-    error: np.ndarray
-    mmse_pred: np.ndarray
-    residual: np.ndarray
-    q_hat: np.ndarray
-    delta: np.ndarray
-    nishimori_ratio: np.ndarray
-    damping: np.ndarray
-
-
-class GampRieResult(NamedTuple):
-    """Result of :func:`gamp_rie`.
-
-    Attributes:
-        S_hat: the final estimate, shape ``(d, d)``, in the dtype of the iteration (the last finite iterate if the run diverged).
-        mmse_pred: predicted error ``c`` of the final estimate.
-        error: ``||S_hat - S_true||_F^2 / d`` (``nan`` without ``S_true``).
-        converged: the residual fell below ``tol``.
-        diverged: a non-finite value appeared, or the residual grew without bound; ``S_hat`` is then
-            the last finite iterate and must not be trusted.
-        n_iter: number of iterations run.
-        status: ``"converged"``, ``"max_iter"``, ``"stationary: ..."`` or ``"oscillating: ..."`` (see
-            ``stall_patience``; both ``converged=False``) or a sentence saying why the run was declared
-            divergent.
-        history: :class:`GampRieHistory`.
-        consistent: the run passed its self-checks (:func:`gamp_rie_self_check`, no truth needed): the
-            output channel's Nishimori identity at the last iteration, and the tokens' second moment
-            against the model's. ``False``: ``mmse_pred`` is not to be trusted, even when ``converged``.
-        consistency: what the self-checks found, a sentence.
-        code: the :class:`aim_tutorial.amp_kernel.Status` the run stopped with (an ``IntEnum``: the
-            rule that fired; ``status`` is its sentence).
-    """
-
-    S_hat: jax.Array
-    mmse_pred: float
-    error: float
-    converged: bool
-    diverged: bool
-    n_iter: int
-    status: str
-    history: GampRieHistory
-    consistent: bool = True
-    consistency: str = ""
-    code: Optional[int] = None
-
-
-class GampRieSEResult(NamedTuple):
-    """Result of :func:`gamp_rie_state_evolution`: the state evolution of GAMP-RIE, iteration by iteration.
-
-    Attributes:
-        mmse: predicted error ``c^t`` after iteration ``t`` (length ``n_iter``).
-        q_hat: ``q_hat^t``.
-        delta: ``1 / q_hat^t``.
-        converged: the last step changed ``c`` by at most ``tol``.
-        status: ``"converged"``, or a sentence saying why not: ``"oscillating: ..."`` (period-2
-            jumps that do not shrink) or ``"not converged: ..."`` (still moving after ``n_iter``
-            iterations).
-    """
-
-    mmse: np.ndarray
-    q_hat: np.ndarray
-    delta: np.ndarray
-    converged: bool = False
-    status: str = "not converged"
 
 
 # --------------------------------------------------------------------------- #
@@ -252,203 +179,6 @@ def prior_input(X: jax.Array, Gamma: jax.Array) -> jax.Array:
                         jnp.asarray(Gamma, jnp.float64) if _is_concrete(Gamma) else Gamma)
 
 
-def _is_concrete(x) -> bool:
-    return not isinstance(x, jax.core.Tracer)
-
-
-BLOCK_BYTES = 4 * 2**20  # the tokens of one block of samples, on a CPU
-UNBLOCKED_BYTES = 16 * 2**20  # all samples at once up to these tokens
-
-
-_UNBLOCKED = threading.local()  # .on: trace without blocks (for XLA's count of operations)
-
-
-@contextlib.contextmanager
-def _unblocked():
-    """Programs traced in this context take all samples at once. XLA's cost analysis counts the
-    body of a loop once, not once per block, so the count of operations comes from these."""
-    _UNBLOCKED.on = True
-    try:
-        yield
-    finally:
-        _UNBLOCKED.on = False
-
-
-def _block_rows(X) -> int:
-    """How many samples of ``X`` ``(n, T, d)`` the ``O(n T d^2)`` products take at a time.
-
-    On a CPU, when the tokens take more than :data:`UNBLOCKED_BYTES`, blocks of about
-    :data:`BLOCK_BYTES` of tokens: one product over all ``n`` samples writes temporaries so large
-    that the C library maps them afresh at every call (zero-filled by the kernel, and out of
-    cache); below 16 MB the sums keep their order. On a GPU or TPU all samples are done at once
-    (``n``): its allocator keeps its buffers, and small blocks would leave it idle. Measured:
-    the benchmarks page, ``benchmarks/design_history.json``.
-    """
-    n, T, d = X.shape
-    itemsize = jnp.dtype(X.dtype).itemsize
-    if jax.default_backend() != "cpu" or n * T * d * itemsize <= UNBLOCKED_BYTES or getattr(_UNBLOCKED, "on", False):
-        return n
-    return max(1, BLOCK_BYTES // (T * d * itemsize))
-
-
-@gamp_jit
-@algorithm_products
-def _quadratic_forms(X, S):
-    """``F[n, a, b] = x_a^T S x_b`` for tokens ``X`` ``(n, T, d)`` and a symmetric ``S``: one
-    ``(n T, d) x (d, d)`` product, then the ``T^2`` dot products of each sample, in blocks of
-    samples on a CPU when ``X`` is large (:func:`_block_rows`).
-
-    A jitted function of its own, called before the rest of the half step: in one program with
-    the elementwise operations that follow it XLA fuses them and the product slows down. The sum
-    is a broadcast product, not ``einsum("nad,nbd->nab")``, which XLA runs as ``n`` tiny
-    products one at a time. Measured: the benchmarks page, ``benchmarks/design_history.json``.
-    """
-    n, T, d = X.shape
-
-    def forms(x):
-        k = x.shape[0]
-        XS = (x.reshape(k * T, d) @ S).reshape(k, T, d)
-        return jnp.sum(XS[:, :, None, :] * x[:, None, :, :], axis=-1)
-
-    m = _block_rows(X)
-    if m >= n:
-        return forms(X)
-    C = n // m
-
-    def block(i, F):  # slices of X in the loop: a reshape of X[:C m] would copy it
-        return jax.lax.dynamic_update_slice_in_dim(F, forms(jax.lax.dynamic_slice_in_dim(X, i * m, m)), i * m, 0)
-
-    F = jax.lax.fori_loop(0, C, block, jnp.zeros((n, T, T), X.dtype))
-    return F if C * m == n else F.at[C * m:].set(forms(X[C * m:]))
-
-
-def _prior_input(X, Gamma):
-    """:func:`prior_input` without the checks (inside the jitted iteration)."""
-    n, T, d = X.shape
-
-    def part(x, g):
-        # Gamma_mu X_mu as T^2 scaled rows, not as an einsum or a broadcast of X: XLA shares a
-        # broadcast of X between this and omega and writes it out (266 MB at d = 400)
-        k = x.shape[0]
-        GX = jnp.stack([sum(g[:, a, b, None] * x[:, b] for b in range(T)) for a in range(T)], axis=1)
-        return GX.reshape(k * T, d).T @ x.reshape(k * T, d)
-
-    m = _block_rows(X)
-    if m >= n:
-        B = part(X, Gamma)
-    else:
-        C = n // m
-
-        def block(i, acc):
-            return acc + part(jax.lax.dynamic_slice_in_dim(X, i * m, m), jax.lax.dynamic_slice_in_dim(Gamma, i * m, m))
-
-        B = jax.lax.fori_loop(0, C, block, jnp.zeros((d, d), X.dtype))
-        if C * m < n:
-            B = B + part(X[C * m:], Gamma[C * m:])
-    B = (B + B.T) / 2
-    return B - jnp.sum(jnp.trace(Gamma, axis1=-2, axis2=-1)) * jnp.eye(d, dtype=X.dtype)
-
-
-@functools.lru_cache(maxsize=None)
-def _make_half_step(channel, beta: float, noise: float, score: str, q_hat_from: str = "square",
-                    log_outputs: bool = False):
-    """Jitted output half of an iteration for one channel (cached per channel settings); with
-    ``log_outputs`` ``y`` holds ``log y`` (the channel's ``log_score``)."""
-    channel = _channels().get(channel)
-    channel_score = channel.log_score if log_outputs else channel.score
-
-    def score_fn(y, omega, V):
-        # in omega's dtype: a channel's float64 constants (quadrature nodes) would promote float32
-        G = channel_score(y, omega, V + noise / 2, beta, score).astype(omega.dtype)
-        return (G + jnp.swapaxes(G, -1, -2)) / 2
-
-    def rest(forms, X, y, S_hat, c, Gamma_old, omega_old, V_old, damping, alpha):
-        n, T, d = X.shape
-        sqd = jnp.sqrt(jnp.asarray(d, X.dtype))
-        eye_T = jnp.eye(T, dtype=X.dtype)
-        omega_new = (
-            forms / sqd
-            - jnp.trace(S_hat) / sqd * eye_T
-            - 2.0 * c * Gamma_old
-        )
-        omega = damping * omega_old + (1.0 - damping) * omega_new
-        V = damping * V_old + (1.0 - damping) * c
-        # the score and its derivatives along the free entries: one evaluation of the score,
-        # then its linearisation applied to each direction (forward mode)
-        Gamma, score_lin = jax.linearize(lambda w: score_fn(y, w, V), omega)
-        q_hat_square = 4.0 * alpha * jnp.mean(jnp.sum(Gamma**2, axis=(-2, -1)))
-        # -E[dg/domega] over the T(T+1)/2 free entries (a <= b), by forward-mode autodiff
-        iu, ju = np.triu_indices(T)
-        E = np.zeros((len(iu), T, T))
-        E[np.arange(len(iu)), iu, ju] = 1.0
-        E[np.arange(len(iu)), ju, iu] = 1.0
-        pick = np.zeros((len(iu), T, T))
-        pick[np.arange(len(iu)), iu, ju] = 1.0
-
-        dG = jax.vmap(lambda Ek: score_lin(jnp.broadcast_to(Ek, omega.shape)))(jnp.asarray(E, omega.dtype))  # (K, n, T, T)
-        # 2 sum_a dg_aa/domega_aa + sum_{a<b} dg_ab/domega_ab, with g_aa = Gamma_aa, g_ab = 2 Gamma_ab
-        q_hat_derivative = -4.0 * alpha * jnp.mean(jnp.einsum("knab,kab->n", dG, jnp.asarray(pick, omega.dtype)))
-        q_hat = q_hat_square if q_hat_from == "square" else q_hat_derivative
-        # on the Nishimori line E g^2 = -E g': the ratio is 1 up to finite-size corrections
-        ratio = q_hat_square / q_hat_derivative
-        R = S_hat + _prior_input(X, (2.0 / (q_hat * d**1.5)) * Gamma)
-        lam, O = jnp.linalg.eigh(R)
-        return omega, V, Gamma, q_hat, lam, O, ratio
-
-    return _HalfStep(algorithm_products(rest))
-
-
-class _HalfStep:
-    """The output half of an iteration: :func:`_quadratic_forms` (``O(n T d^2)``), then the jitted
-    rest (the score, ``q_hat``, ``B`` in ``O(n T d^2)`` and the eigendecomposition of ``R``), two
-    programs (see :func:`_quadratic_forms` for why). ``step(X, y, S_hat, c, Gamma_old, omega_old,
-    V_old, damping, alpha)`` returns ``(omega, V, Gamma, q_hat, lam, O, ratio)``."""
-
-    def __init__(self, rest_fn):
-        self._rest_fn = rest_fn  # the Python function, for programs traced anew (flops)
-        self.rest = gamp_jit(rest_fn)
-
-    def __call__(self, X, y, S_hat, *args):
-        return self.rest(_quadratic_forms(X, S_hat), X, y, S_hat, *args)
-
-    def _compiled(self, X, y, S_hat, *args, fresh: bool = False):
-        forms = jax.eval_shape(_quadratic_forms, X, S_hat)
-        if not fresh:
-            return [_quadratic_forms.lower(X, S_hat).compile(), self.rest.lower(forms, X, y, S_hat, *args).compile()]
-        # new functions, so that JAX traces them again (its trace cache is per function)
-        quad, rest = _quadratic_forms.__wrapped__, self._rest_fn
-        return [gamp_jit(lambda *a: quad(*a)).lower(X, S_hat).compile(),
-                gamp_jit(lambda *a: rest(*a)).lower(forms, X, y, S_hat, *args).compile()]
-
-    def flops(self, X, y, S_hat, *args) -> float:
-        """XLA's count of the floating-point operations of one call (its cost analysis), of the
-        programs over all samples at once: the count of a program in blocks has its loop's body once."""
-        with _unblocked():
-            return float(sum(compiled_flops(c) for c in self._compiled(X, y, S_hat, *args, fresh=True)))
-
-    def temp_bytes(self, X, y, S_hat, *args) -> Optional[int]:
-        """The temporaries of one call, in bytes: the larger of the two programs' (XLA's memory
-        analysis) plus the forms handed from one to the other; ``None`` where the backend has
-        no memory analysis."""
-        mems = [c.memory_analysis() for c in self._compiled(X, y, S_hat, *args)]
-        if any(m is None for m in mems):
-            return None
-        n, T, _ = np.shape(X)
-        return int(max(m.temp_size_in_bytes for m in mems) + n * T * T * jnp.dtype(X.dtype).itemsize)
-
-
-@gamp_jit
-@algorithm_products
-def _prior_step(O, xi, S_hat, S_true):
-    """``S_new = O diag(xi) O^T``, the residual ``||S_new - S_hat||^2/d`` and the error against ``S_true``."""
-    d = S_hat.shape[0]
-    S_new = (O * xi) @ O.T
-    S_new = (S_new + S_new.T) / 2
-    residual = jnp.sum((S_new - S_hat) ** 2) / d
-    error = jnp.sum((S_new - S_true) ** 2) / d
-    return S_new, residual, error, jnp.all(jnp.isfinite(S_new))
-
-
 # --------------------------------------------------------------------------- #
 # The algorithm
 # --------------------------------------------------------------------------- #
@@ -464,212 +194,6 @@ def _validate_common(channel, beta, noise, score):
                              "of the paper)")
         raise ValueError(f"score must be one of {ch.scores} for channel {ch.name!r}, got {score!r}")
     return ch, beta, noise
-
-
-class GampRieOptions(NamedTuple):
-    """The iteration settings of :func:`gamp_rie` (its keyword arguments of the same names).
-
-    :meth:`validated` checks every field; :func:`gamp_rie` and :func:`gamp_rie_start` call it.
-
-    Attributes:
-        init: ``"prior"`` (a fresh sample of the prior, as in the paper; needs a ``key``) or
-            ``"mean"`` (``S_hat = sqrt(rho) I``, the posterior mean at ``alpha = 0``).
-        c_init: the initial predicted error ``c = V``, ``> 0``; ``None``: ``2 (1 + rho) - 2 rho = 2``
-            for ``init="prior"`` (the expected error of an independent prior sample), ``1`` for
-            ``init="mean"``.
-        damping: fraction of the old ``omega`` and ``V`` kept each iteration, in ``[0, 1)``; the
-            first iteration is never damped.
-        max_iter: maximal number of iterations, ``>= 1``.
-        tol: stopping threshold on the residual ``||S_hat_new - S_hat||_F^2 / d``, ``> 0``.
-        min_iter: iterations run before the ``tol`` and ``stall_patience`` rules apply, ``>= 1``.
-        patience: the run is declared divergent when the residual has grown this many iterations
-            in a row (and exceeds ``100 tol``), ``>= 2``.
-        q_hat_from: ``"square"`` (eq. (amp-gout): ``q_hat = 4 alpha mean ||Gamma||_F^2``, which
-            uses the Nishimori identity) or ``"derivative"`` (``-2 alpha E[2 sum g'_aa + sum
-            g'_ab]`` by forward-mode autodiff of the score: the textbook GAMP variance; for the
-            softmax it equals the state-evolution ``(T^2 + T - 2) alpha / V`` exactly).
-        max_ratio: the run is declared divergent (a collapse) when ``E[g^2] / (-E[g'])`` is not
-            below this, in ``(0, inf]``: the square estimator of ``q_hat`` then feeds on itself
-            (``V`` shrinks like ``V^2``) and would stop at a spurious "perfect recovery" with
-            ``c ~ 0`` (chapter 5, section "A failure mode: collapse").
-        stall_patience: stop (``converged=False``) when the residual has not reached a new minimum
-            for this many iterations, an integer ``>= 2`` or ``None`` (no such rule). The status
-            is ``"stationary: ..."`` when the median residual since the smallest one is at most
-            ``0.01 c + 100 tol`` (``c`` the predicted error: the iterates fluctuate around a fixed
-            point, a little above ``tol`` at finite ``d``), else ``"oscillating: ..."`` (the iterates
-            keep jumping: not a fixed point; more damping or ``adaptive_damping`` may help).
-        adaptive_damping: ``True``: start from ``damping`` (``0`` is the intended start) and set
-            ``damping <- (1 + damping) / 2``, up to ``MAX_ADAPTIVE_DAMPING = 0.5``, each time the
-            residual has grown two iterations in a row or the iterates oscillate with period 2
-            (``||S_t - S_{t-2}||^2 < ||S_t - S_{t-1}||^2 / 4``).
-        rie_outside: what the RIE does with an eigenvalue of ``R`` off the limiting support
-            (:func:`aim_tutorial.rmt.rie_eigenvalues`): ``"edge"`` (the nearest edge's cleaned
-            value) or ``"continuation"`` (the formula continued off the support, as in the paper's
-            code; it amplifies the edge fluctuations of ``R`` by ``2 Delta``).
-
-    Example:
-        >>> from aim_tutorial.amp import GampRieOptions
-        >>> GampRieOptions(init="mean").validated().c_init
-        1.0
-        >>> GampRieOptions(damping=1.0).validated()
-        Traceback (most recent call last):
-        ...
-        ValueError: damping must be in [0, 1), got 1.0
-    """
-
-    init: str = "prior"
-    c_init: Optional[float] = None
-    damping: float = 0.5
-    max_iter: int = 200
-    tol: float = 1e-5
-    min_iter: int = 3
-    patience: int = 10
-    q_hat_from: str = "square"
-    max_ratio: float = 10.0
-    stall_patience: Optional[int] = 25
-    adaptive_damping: bool = False
-    rie_outside: str = "edge"
-
-    def validated(self) -> GampRieOptions:
-        """These options with every field checked, as floats, ints and bools, and ``c_init`` resolved.
-
-        Raises:
-            ValueError: a field out of its range (the message names the field and the range);
-                :class:`aim_tutorial._checks.ArgumentTypeError` (a ``TypeError`` and a
-                ``ValueError``) for a field of the wrong kind.
-        """
-        damping = _checks.in_range("damping", self.damping, 0.0, 1.0, high_open=True)
-        max_iter = _checks.integer_at_least("max_iter", self.max_iter, 1)
-        adaptive_damping = _checks.boolean("adaptive_damping", self.adaptive_damping)
-        rie_outside = _checks.one_of("rie_outside", self.rie_outside, ("continuation", "edge"))
-        min_iter = _checks.integer_at_least("min_iter", self.min_iter, 1)
-        patience = _checks.integer_at_least("patience", self.patience, 2)
-        tol = _checks.positive("tol", self.tol)
-        max_ratio = _checks.positive("max_ratio", self.max_ratio, allow_inf=True)
-        stall_patience = self.stall_patience
-        if stall_patience is not None:
-            stall_patience = _checks.integer_at_least("stall_patience", stall_patience, 2)
-        init = _checks.one_of("init", self.init, ("prior", "mean"))
-        q_hat_from = _checks.one_of("q_hat_from", self.q_hat_from, ("square", "derivative"))
-        c_init = self.c_init
-        if c_init is None:
-            c_init = 2.0 if init == "prior" else 1.0
-        c_init = _checks.positive("c_init", c_init)
-        return GampRieOptions(init=init, c_init=c_init, damping=damping, max_iter=max_iter, tol=tol,
-                              min_iter=min_iter, patience=patience, q_hat_from=q_hat_from, max_ratio=max_ratio,
-                              stall_patience=stall_patience, adaptive_damping=adaptive_damping,
-                              rie_outside=rie_outside)
-
-
-class GampRieProblem(NamedTuple):
-    """What stays fixed during a run of GAMP-RIE (built by :func:`gamp_rie_start`).
-
-    Attributes:
-        X: tokens, in the algorithm's dtype (``dtype`` of :func:`gamp_rie`), shape ``(n, T, d)``.
-        y: outputs (their logs with ``log_outputs=True``), in that dtype, shape ``(n, T, T)``.
-        rho: width ratio of the prior.
-        alpha: ``n / d^2``.
-        half_step: the jitted output half of an iteration (``omega``, ``Gamma``, ``q_hat``, the
-            eigendecomposition of ``R``) for the channel settings.
-        S_ref: the teacher, or zeros when none is given (the error is then ``nan``).
-        has_truth: a teacher was given.
-        options: the validated :class:`GampRieOptions`.
-        rmt: the module that supplies ``rie_eigenvalues`` and ``mmse_denoising`` (:mod:`aim_tutorial.rmt`).
-    """
-
-    X: jax.Array
-    y: jax.Array
-    rho: float
-    alpha: float
-    half_step: object
-    S_ref: jax.Array
-    has_truth: bool
-    options: GampRieOptions
-    rmt: object
-
-
-class GampRieState(NamedTuple):
-    """The iterate of GAMP-RIE: what one iteration (:func:`gamp_rie_step`) hands to the next.
-
-    Attributes:
-        S_hat: the estimate, shape ``(d, d)``: always the last finite one.
-        c: its predicted error ``mmse_rho(Delta)`` (``c_init`` at the start).
-        Gamma: the output score of the last iteration, shape ``(n, T, T)`` (the Onsager term).
-        omega: the last (damped) ``omega``, shape ``(n, T, T)``.
-        V: the last (damped) variance.
-        damping: the damping of every iteration after the first (it grows with ``adaptive_damping``).
-        S_prev: the estimate before ``S_hat`` (``S_hat`` itself at the start, read from iteration 2 on).
-        residual: the residual of the last iteration (``inf`` at the start).
-        grow: how many iterations in a row the residual has grown.
-        best_residual: the smallest residual so far (``inf`` at the start).
-        best_it: the iteration of ``best_residual`` (0 at the start).
-        it: iterations done.
-    """
-
-    S_hat: jax.Array
-    c: float
-    Gamma: jax.Array
-    omega: jax.Array
-    V: float
-    damping: float
-    S_prev: jax.Array
-    residual: float = math.inf
-    grow: int = 0
-    best_residual: float = math.inf
-    best_it: int = 0
-    it: int = 0
-
-
-class GampRieRecord(NamedTuple):
-    """What one iteration reports: a row of :class:`GampRieHistory` (its first seven fields after
-    ``it``) and what :func:`gamp_rie_stop` needs besides.
-
-    Attributes:
-        it: the iteration, from 1.
-        error, mmse_pred, residual, q_hat, delta, nishimori_ratio, damping: as in
-            :class:`GampRieHistory` (``nan`` where the iteration did not get that far).
-        prior_input_finite: the eigenvalues of the prior input ``R`` are finite.
-        estimate_finite: the new estimate, its residual and its predicted error are finite.
-        denoised: the denoiser ran (``q_hat > 0`` and ``R`` finite); otherwise the iteration
-            leaves no row in the history.
-        grow, best_residual, best_it: as in :class:`GampRieState`, after the iteration.
-    """
-
-    it: int
-    error: float = math.nan
-    mmse_pred: float = math.nan
-    residual: float = math.nan
-    q_hat: float = math.nan
-    delta: float = math.nan
-    nishimori_ratio: float = math.nan
-    damping: float = 0.0
-    prior_input_finite: bool = True
-    estimate_finite: bool = True
-    denoised: bool = True
-    grow: int = 0
-    best_residual: float = math.inf
-    best_it: int = 0
-
-
-class GampRieStopPolicy(NamedTuple):
-    """The stopping rules of GAMP-RIE, applied by :func:`gamp_rie_stop` (fields as in
-    :class:`GampRieOptions`; ``max_residual = 100 (1 + rho)^2``: a larger residual is an explosion)."""
-
-    max_residual: float
-    tol: float = 1e-5
-    min_iter: int = 3
-    max_iter: int = 200
-    patience: int = 10
-    max_ratio: float = 10.0
-    stall_patience: Optional[int] = 25
-    rie_outside: str = "edge"
-
-    @classmethod
-    def from_options(cls, options: GampRieOptions, rho: float) -> GampRieStopPolicy:
-        """The policy of validated ``options`` for a prior of width ratio ``rho``."""
-        return cls(max_residual=100.0 * (1.0 + rho) ** 2, tol=options.tol, min_iter=options.min_iter,
-                   max_iter=options.max_iter, patience=options.patience, max_ratio=options.max_ratio,
-                   stall_patience=options.stall_patience, rie_outside=options.rie_outside)
 
 
 def gamp_rie_start(X, y, rho: float, *, channel: str = "softmax", beta: float = 1.0, noise: float = 0.0,
@@ -952,18 +476,28 @@ def gamp_rie(
     with one_blas_thread():
         problem, state = gamp_rie_start(X, y, rho, channel=channel, beta=beta, noise=noise, key=key, S_true=S_true,
                                         score=score, log_outputs=log_outputs, options=options, dtype=dtype)
-        kernel = _kernel()
-        policy = GampRieStopPolicy.from_options(problem.options, problem.rho)
-        hist = {k: [] for k in GampRieHistory._fields}
-        code = kernel.Status.RUNNING
-        while code == kernel.Status.RUNNING:
-            state, record = kernel.step(problem, state)
-            if record.denoised:
-                for k, v in hist.items():
-                    v.append(getattr(record, k))
-            code = kernel.stop_code(policy, record, hist["residual"])
+        kernel, state, record, code, hist = _iterate(problem, state)
     history = GampRieHistory(**{k: np.asarray(v, dtype=float) for k, v in hist.items()})
     return kernel.finish(problem, state, history, code, record)
+
+
+def _iterate(problem: GampRieProblem, state: GampRieState):
+    """The loop of :func:`gamp_rie`: steps until a rule of :func:`gamp_rie_stop` fires.
+
+    Returns ``(kernel, state, record, code, hist)``: the kernel module, the last state and record, the
+    stop code and the history's columns as lists (one entry per iteration that denoised).
+    """
+    kernel = _kernel()
+    policy = GampRieStopPolicy.from_options(problem.options, problem.rho)
+    hist = {k: [] for k in GampRieHistory._fields}
+    code = kernel.Status.RUNNING
+    while code == kernel.Status.RUNNING:
+        state, record = kernel.step(problem, state)
+        if record.denoised:
+            for k, v in hist.items():
+                v.append(getattr(record, k))
+        code = kernel.stop_code(policy, record, hist["residual"])
+    return kernel, state, record, code, hist
 
 
 def gamp_rie_self_check(X, nishimori_ratio) -> tuple[bool, str]:

@@ -40,7 +40,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _checks
-from .rmt import _DELTA_SMALL, _large_delta_mmse, _w_of_G, _zprime  # pure arithmetic: traceable
+from ._rmt_resolvent import _zprime  # pure arithmetic: traceable
+from ._rmt_support import _w_of_G
+from .rmt import _DELTA_SMALL, _large_delta_mmse
 from .rmt import _rho as _host_rho
 
 __all__ = ["DELTA_MAX", "DELTA_MIN", "in_range", "mmse_denoising", "rie_eigenvalues"]

@@ -43,7 +43,6 @@ matrix-denoising part).
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Callable, NamedTuple
 
@@ -52,8 +51,15 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 
 from . import _checks
+from . import _se_solve
 from . import channels as _ch
+from ._se_denoising import _delta_of_m, _denoising_table, _psi
+from ._se_solve import _ROUNDING_TOL, _Z_GRID, _Z_WIDE, _quiet, _rounding, _solve, _solve_wide
 from .counting import alpha_scale, dof_fraction
+
+# the private helpers' old addresses (tests/test_state_evolution.py reads them here)
+from ._se_denoising import _increasing  # noqa: F401
+from ._se_solve import _WIDE_ITER, _log_m_parts  # noqa: F401
 
 __all__ = [
     "SE_STATUS",
@@ -69,11 +75,6 @@ __all__ = [
     "label_space_error",
     "clear_tables",
 ]
-
-def _mmse(delta, rho):
-    from .rmt import mmse_denoising
-
-    return mmse_denoising(delta, rho)
 
 
 # ---------------------------------------------------------------------------
@@ -114,8 +115,7 @@ class SEResult(NamedTuple):
 
 
 #: The values of :attr:`SEResult.status`.
-SE_STATUS = ("converged", "alpha = 0", "perfect recovery", "error below 1e-320, rounded to 0",
-             "error within 1e-16 of 1, rounded to 1", "residual above 1e-9", "no fixed point: H is not finite")
+SE_STATUS = _se_solve.SE_STATUS  # (defined where the solver sets them)
 
 
 # ---------------------------------------------------------------------------
@@ -184,111 +184,7 @@ def _broadcast(**arrays) -> tuple:
 
 
 # ---------------------------------------------------------------------------
-# the denoising side: Delta(m) = mmse^{-1}(m) and psi(q_hat), tabulated per rho
-
-_LOG_DMIN, _LOG_DMAX, _N_DELTA = -6.0, 6.0, 241
-
-
-class _DenoisingTable(NamedTuple):
-    rho: float
-    log_delta_of_log_m: CubicSpline  # log Delta as a function of log m
-    # int_u^{u_max} (Q0 - mmse) e^{-u'} / 4 du' (u = log Delta), a spline in v = -u: summed from the
-    # top of the table down, so that small q_hat = e^{-u} (small values) lose no digits
-    psi_spline: CubicSpline
-    u_max: float
-    slope: float  # lim mmse/Delta at Delta -> 0
-    log_m_min: float
-    log_m_max: float
-    logit: bool = False  # small rho: the inverse is a spline of log Delta in x = logit(m), not log m
-    x_min: float = 0.0  # its range in x (logit tables)
-    x_max: float = 0.0
-
-
-def _increasing(v):
-    """The entries of ``v`` above every entry before them: a strictly increasing subsequence that
-    the spline of the inverse can use (the MMSE is increasing in Delta; its rounding at the
-    extremes of the table may not be)."""
-    v = np.asarray(v, dtype=float)
-    return v > np.maximum.accumulate(np.concatenate([[-np.inf], v[:-1]]))
-
-
-def _tail_integral(u, f) -> CubicSpline:
-    """``v -> int_{-v}^{u[-1]} f(u') du'`` from the cubic spline of ``f`` on the grid ``u``: the
-    integral from the top of the grid down. (The antiderivative from ``u[0]`` up, differenced at
-    ``u[-1]``, would lose every digit of the small values: at rho = 1e-5 it is 2.5e5 at the top,
-    where psi(1e-8) = 2.5e-14.)"""
-    return CubicSpline(-u[::-1], f[::-1]).antiderivative()
-
-
-@functools.lru_cache(maxsize=64)
-def _denoising_table(rho: float) -> _DenoisingTable:
-    # small rho: mmse_rho(Delta) ~ (2 rho) Delta saturates only at Delta ~ 1/(2 rho); below rho = 1e-4
-    # the table goes on to 1e4/rho (20 points a decade), where 1 / (1 - mmse) = Delta (1 + O(1/(rho Delta)))
-    log_dmax = _LOG_DMAX if rho >= 1e-4 else math.ceil(math.log10(1e4 / rho) - 1e-9)
-    n_delta = _N_DELTA + 20 * int(log_dmax - _LOG_DMAX)
-    u = np.linspace(_LOG_DMIN * math.log(10), log_dmax * math.log(10), n_delta)
-    delta = np.exp(u)
-    m = np.asarray(_mmse(delta, rho), dtype=float)
-    m = np.where(delta > 1e3, np.minimum(m, 1.0 - 0.5 / delta), m)  # guard 1 - 1/Delta against rounding
-    logm = np.log(m)
-    if log_dmax > _LOG_DMAX:
-        # m runs from 1e-6 rho to 1 - rho/100 over the decades: log Delta is smooth (linear at
-        # both ends) in x = logit(m), where it is steep in log m near m = 1
-        x = logm - np.log1p(-m)
-        keep = _increasing(x)
-        x, u_k = x[keep], u[keep]
-        inv = CubicSpline(x, u_k)
-        Q0 = 1 + rho
-        f = (Q0 - m) * np.exp(-u) / 4
-        psi_spline = _tail_integral(u, f)
-        slope = dof_fraction(rho)
-        # the bounds in log m are not used by this table (it is indexed by x): NaN
-        return _DenoisingTable(rho, inv, psi_spline, float(u[-1]), slope, math.nan, math.nan,
-                               True, float(x[0]), float(x[-1]))
-    keep = _increasing(logm)
-    logm, u_k = logm[keep], u[keep]
-    inv = CubicSpline(logm, u_k)
-    Q0 = 1 + rho
-    f = (Q0 - m) * np.exp(-u) / 4
-    psi_spline = _tail_integral(u, f)
-    slope = dof_fraction(rho)
-    return _DenoisingTable(rho, inv, psi_spline, float(u[-1]), slope, float(logm[0]), float(logm[-1]))
-
-
-def _delta_of_m(tab: _DenoisingTable, m):
-    """``Delta`` with ``mmse_rho(Delta) = m`` (vectorised, ``0 < m < 1``)."""
-    m = np.asarray(m, dtype=float)
-    lm = np.log(m)
-    if tab.logit:
-        with np.errstate(divide="ignore"):
-            x = lm - np.log1p(-m)
-        out = np.exp(tab.log_delta_of_log_m(np.clip(x, tab.x_min, tab.x_max)))
-        out = np.where(x < tab.x_min, m / tab.slope, out)
-        return np.where(x > tab.x_max, 1.0 / np.maximum(1.0 - m, 1e-300), out)
-    out = np.exp(tab.log_delta_of_log_m(np.clip(lm, tab.log_m_min, tab.log_m_max)))
-    small = lm < tab.log_m_min
-    out = np.where(small, m / tab.slope, out)
-    big = lm > tab.log_m_max
-    out = np.where(big, 1.0 / np.maximum(1.0 - m, 1e-300), out)
-    return out
-
-
-def _psi(tab: _DenoisingTable, q_hat):
-    """``psi_rho(q_hat) = int_0^{q_hat} (Q0 - mmse(1/x))/4 dx`` (vectorised)."""
-    q_hat = np.asarray(q_hat, dtype=float)
-    Q0 = 1 + tab.rho
-    u0 = -np.log(q_hat)
-    tail = (Q0 - 1) * np.exp(-tab.u_max) / 4  # beyond the table, mmse ~ 1
-    uc = np.clip(u0, _LOG_DMIN * math.log(10), tab.u_max)
-    val = tab.psi_spline(-uc) + tail
-    # below the table (q_hat > e^{12 ln 10}) mmse ~ slope * Delta: int (Q0 - slope / x) / 4 dx
-    lo = u0 < _LOG_DMIN * math.log(10)
-    q_max = 10.0**(-_LOG_DMIN)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        extra = Q0 / 4 * (q_hat - q_max) - tab.slope / 4 * np.log(np.maximum(q_hat, q_max) / q_max)
-    # above the table (q_hat < e^{-u_max}) mmse ~ 1: int_0^{q_hat} (Q0 - 1) / 4 dx, continuous with tail
-    hi = u0 > tab.u_max
-    return np.where(lo, val + extra, np.where(hi, (Q0 - 1) * q_hat / 4, val))
+# the denoising side: Delta(m) = mmse^{-1}(m) and psi(q_hat), tabulated per rho (_se_denoising)
 
 
 def psi_denoising(q_hat, rho: float):
@@ -404,7 +300,7 @@ def free_entropy(alpha, q, q_hat, rho, T: int = 2, *, channel="softmax", noise: 
 
 
 # ---------------------------------------------------------------------------
-# the solver
+# the solver (its two scans: _se_solve)
 
 
 def _validate(rho, T, channel, beta, noise, score):
@@ -424,196 +320,6 @@ def _validate(rho, T, channel, beta, noise, score):
         raise ValueError(f"score must be one of {ch.scores} for channel {ch.name!r}, got {score!r}")
     _ch.check_settings(ch, T, beta, noise, score)
     return ch
-
-
-_Z_GRID = np.linspace(-27.0, 27.0, 541)  # m = sigmoid(z): resolves both ends of (0, 1)
-
-
-def _quiet(f):
-    """``f`` without NumPy's floating-point warnings (``H`` at ``V' = 0`` is ``inf``, handled by sign)."""
-    @functools.wraps(f)
-    def quiet(*args, **kwargs):
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-            return f(*args, **kwargs)
-    return quiet
-
-
-def _sign_changes(F):
-    """Cells ``[i, i + 1]`` of each row of ``F`` where its sign changes, a value exactly 0 counted as
-    positive: a root that falls on a scan point (``F = 0`` there, which an ``alpha = 1 / (H Delta)``
-    at a scan point gives) is a root, at that point; NaN has no sign and makes no change."""
-    pos, ok = F >= 0, ~np.isnan(F)
-    return (pos[:, :-1] != pos[:, 1:]) & ok[:, :-1] & ok[:, 1:]
-
-
-@_quiet
-def _solve(alpha, rho, Hfun, Efun, perfect_possible, roots=False):
-    """Roots in ``m`` of ``alpha H(Q0 - m) Delta(m) = 1`` for every ``alpha`` (vectorised).
-
-    The scan covers ``m`` in ``[1.9e-12, 1 - 1.9e-12]``; ``roots=True`` also returns every root
-    ``(index of alpha, m)`` found (for :func:`solve_state_evolution`'s checks)."""
-    tab = _denoising_table(float(rho))
-    Q0 = 1 + rho
-    alpha = np.atleast_1d(np.asarray(alpha, dtype=float))
-    m_grid = 1 / (1 + np.exp(-_Z_GRID))
-    HD = Hfun(Q0 - m_grid) * _delta_of_m(tab, m_grid)  # F = alpha * HD - 1
-    F = alpha[:, None] * HD[None, :] - 1
-    cross = _sign_changes(F)
-    ia, iz = np.nonzero(cross)
-    lo, hi = _Z_GRID[iz], _Z_GRID[iz + 1]
-    flo = F[ia, iz]
-    n_iter = 60
-    for _ in range(n_iter):
-        mid = (lo + hi) / 2
-        mm = 1 / (1 + np.exp(-mid))
-        fm = alpha[ia] * Hfun(Q0 - mm) * _delta_of_m(tab, mm) - 1
-        same = np.sign(fm) == np.sign(flo)
-        lo = np.where(same, mid, lo)
-        flo = np.where(same, fm, flo)
-        hi = np.where(same, hi, mid)
-    zr = (lo + hi) / 2
-    mr = 1 / (1 + np.exp(-zr))
-    fr = alpha[ia] * Hfun(Q0 - mr) * _delta_of_m(tab, mr) - 1
-    qr = Q0 - mr
-    qhr = alpha[ia] * Hfun(qr)
-    phir = -qr * qhr / 4 + _psi(tab, qhr) + alpha[ia] * Efun(qr)
-
-    na = alpha.size
-    mmse = np.full(na, np.nan)
-    q_hat = np.full(na, np.nan)
-    phi = np.full(na, -np.inf)
-    conv = np.zeros(na, dtype=bool)
-    nfp = np.bincount(ia, minlength=na)
-    for j in range(ia.size):  # keep the root of largest free entropy
-        a = ia[j]
-        if phir[j] > phi[a]:
-            phi[a], mmse[a], q_hat[a] = phir[j], mr[j], qhr[j]
-            conv[a] = abs(fr[j]) < 1e-9
-    none = nfp == 0
-    if np.any(none):
-        # no interior root: alpha = 0 (mmse = 1), or perfect recovery (F < 0 on all of (0, 1))
-        a0 = alpha == 0
-        idx = none & a0
-        mmse[idx], q_hat[idx], conv[idx], phi[idx] = 1.0, 0.0, True, 0.0
-        above = F[:, 0] > 0  # F > 0 on all of (0, 1): only m = 0 is left
-        idx = none & ~a0 & above & perfect_possible
-        mmse[idx], q_hat[idx], conv[idx], phi[idx] = 0.0, np.inf, True, np.inf
-    out = (alpha, mmse, q_hat, conv, np.where(nfp > 0, n_iter, 0), nfp, phi)
-    return out + ((ia, mr),) if roots else out
-
-
-# the whole range of floats in z = logit(m): m from e^-736 (1e-320) to 1 - e^-40 (rounds to 1);
-# unit steps beyond the main scan, where H Delta is a power law of m or of 1 - m
-_Z_WIDE = np.concatenate([np.arange(-736.0, -27.0, 1.0), _Z_GRID, np.arange(28.0, 41.0, 1.0)])
-_WIDE_ITER = 64
-
-
-def _log_m_parts(z):
-    """``log m`` and ``log(1 - m)`` for ``m = 1 / (1 + e^-z)``, accurate at both ends."""
-    z = np.asarray(z, dtype=float)
-    l1p = np.log1p(np.exp(-np.abs(z)))
-    return np.where(z < 0, z - l1p, -l1p), np.where(z < 0, -l1p, -z - l1p)
-
-
-def _log_delta(tab: _DenoisingTable, log_m, log_1m):
-    """``log Delta(m)`` from ``log m`` and ``log(1 - m)``: the table, ``m / slope`` below it
-    (the small-``Delta`` asymptote of ``mmse_rho``), ``1 / (1 - m)`` above it."""
-    if tab.logit:
-        x = log_m - log_1m
-        inside = tab.log_delta_of_log_m(np.clip(x, tab.x_min, tab.x_max))
-        return np.where(x < tab.x_min, log_m - math.log(tab.slope), np.where(x > tab.x_max, -log_1m, inside))
-    inside = tab.log_delta_of_log_m(np.clip(log_m, tab.log_m_min, tab.log_m_max))
-    return np.where(log_m < tab.log_m_min, log_m - math.log(tab.slope),
-                    np.where(log_m > tab.log_m_max, -log_1m, inside))
-
-
-@_quiet
-def _solve_wide(alpha, rho, Hm, Em, perfect_possible):
-    """Roots of eq. (bo-root) over the whole range of floats, for ``alpha > 0`` (vectorised).
-
-    ``Hm(m)`` and ``Em(m)`` are ``H`` and ``E log Z_out`` at the error ``m`` itself
-    (``V' = m + noise/2``, not ``Q0 - q``, which rounds away an error below ``1e-16 Q0``).
-    ``F > 0`` is decided in logs, ``log alpha + log H(m) + log Delta(m) > 0``, on a scan of
-    ``z = logit(m)`` from ``-736`` (``m = 1e-320``) to ``40`` (``m`` rounds to 1), then by
-    bisection in ``z``. Returns ``(mmse, q_hat, converged, iterations, n_fixed_points, phi, status)``.
-    """
-    tab = _denoising_table(float(rho))
-    Q0 = 1 + rho
-    alpha = np.atleast_1d(np.asarray(alpha, dtype=float))
-    la = np.log(alpha)
-    perfect_possible = bool(perfect_possible)
-
-    def log_hd(z):
-        log_m, log_1m = _log_m_parts(z)
-        m = np.exp(log_m)
-        lh = np.log(Hm(m))
-        # H that overflows (K / V' at V' < 1e-308) or underflows says nothing: NaN, no crossing
-        return np.where(np.isfinite(lh), lh, np.nan) + _log_delta(tab, log_m, log_1m), m
-
-    lhd, _ = log_hd(_Z_WIDE)
-    S = la[:, None] + lhd[None, :]  # sign of F
-    cross = _sign_changes(S)
-    fin = np.isfinite(lhd)
-    if not fin.any():
-        fin[0] = True  # every value NaN: no sign anywhere
-    S_first, S_last = S[:, np.argmax(fin)], S[:, fin.size - 1 - np.argmax(fin[::-1])]
-    ia, iz = np.nonzero(cross)
-    lo, hi, slo = _Z_WIDE[iz], _Z_WIDE[iz + 1], S[ia, iz]
-    for _ in range(_WIDE_ITER):
-        mid = (lo + hi) / 2
-        sm = la[ia] + log_hd(mid)[0]
-        same = np.sign(sm) == np.sign(slo)
-        lo, slo, hi = np.where(same, mid, lo), np.where(same, sm, slo), np.where(same, hi, mid)
-    sr, mr = log_hd((lo + hi) / 2)
-    fr = np.expm1(la[ia] + sr)
-    qr = Q0 - mr
-    qhr = alpha[ia] * Hm(mr)
-
-    def phi_of(a, q, qh, m):
-        psi = np.where(qh > 0, _psi(tab, np.maximum(qh, 1e-300)), 0.0)
-        out = -q * qh / 4 + psi + a * Em(m)
-        return np.where(np.isinf(qh), np.inf, out)
-
-    phir = phi_of(alpha[ia], qr, qhr, mr)
-
-    na = alpha.size
-    mmse, q_hat, phi = np.full(na, np.nan), np.full(na, np.nan), np.full(na, np.nan)
-    conv = np.zeros(na, dtype=bool)
-    status = np.full(na, SE_STATUS[6], dtype=object)
-    nfp = np.bincount(ia, minlength=na)
-    best = np.full(na, -np.inf)
-    for j in range(ia.size):  # keep the root of largest free entropy (NaN: only if it is alone)
-        a = ia[j]
-        score = phir[j] if not np.isnan(phir[j]) else -np.inf
-        if score > best[a] or np.isnan(mmse[a]):
-            best[a], phi[a], mmse[a], q_hat[a] = score, phir[j], mr[j], qhr[j]
-            conv[a] = abs(fr[j]) < 1e-9
-            status[a] = SE_STATUS[0] if conv[a] else SE_STATUS[5]
-    none = nfp == 0
-    # no sign change: F >= 0 down to m = 1e-320 (perfect recovery, or an error below the floats;
-    # 0 counts as positive, as in _sign_changes), or F < 0 up to m = 1 - 4e-18 (an error that
-    # rounds to 1); NaN H: say so
-    low, high = none & (S_first >= 0), none & (S_last < 0)
-    idx = low & perfect_possible
-    mmse[idx], q_hat[idx], conv[idx], phi[idx], status[idx] = 0.0, np.inf, True, np.inf, SE_STATUS[2]
-    for idx, m_end, st in ((low & (not perfect_possible), math.exp(_Z_WIDE[0]), SE_STATUS[3]),
-                           (high & ~low, 1.0, SE_STATUS[4])):
-        if np.any(idx):
-            qh = alpha[idx] * Hm(np.array([m_end]))
-            mmse[idx] = 0.0 if m_end < 0.5 else 1.0
-            q_hat[idx] = qh
-            phi[idx] = phi_of(alpha[idx], Q0 - mmse[idx], qh, m_end)
-            conv[idx], status[idx] = True, st
-    return mmse, q_hat, conv, np.where(nfp > 0, _WIDE_ITER, 0), nfp, phi, status
-
-
-def _rounding(Q0: float, m, noise: float):
-    """Relative error of ``V' = Q0 - q + noise/2`` computed from ``q = Q0 - m`` (rounded)."""
-    m = np.asarray(m, dtype=float)
-    return np.abs((Q0 - (Q0 - m)) - m) / (m + noise / 2)
-
-
-_ROUNDING_TOL = 1e-6  # relative error of V' beyond which the scan in q is redone in m itself
 
 
 def solve_state_evolution(alpha, rho: float, T: int = 2, *, channel="softmax", beta: float = 1.0,

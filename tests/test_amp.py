@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import aim_tutorial as aim
-from aim_tutorial import amp, rmt
+from aim_tutorial import _amp_steps, amp, rmt
 from aim_tutorial.config import compiled_flops
 from aim_tutorial.state_evolution import q_hat_of, solve_state_evolution
 
@@ -110,13 +110,14 @@ def test_blocked_products_equal_the_whole(key, monkeypatch, n):
                 jax.jit(lambda X, G: amp._prior_input(X, G))(X, G))
 
     whole_F, whole_B = both()
-    monkeypatch.setattr(amp, "UNBLOCKED_BYTES", X.nbytes - 1)
-    monkeypatch.setattr(amp, "BLOCK_BYTES", 4 * T * d * 8)
+    # the thresholds are read where _block_rows lives (aim_tutorial/_amp_steps.py, issue 49)
+    monkeypatch.setattr(_amp_steps, "UNBLOCKED_BYTES", X.nbytes - 1)
+    monkeypatch.setattr(_amp_steps, "BLOCK_BYTES", 4 * T * d * 8)
     assert amp._block_rows(X) == (4 if jax.default_backend() == "cpu" else n)
     F, B = both()
     np.testing.assert_allclose(F, whole_F, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(B, whole_B, rtol=1e-13, atol=1e-13)
-    monkeypatch.setattr(amp, "UNBLOCKED_BYTES", X.nbytes)  # up to the threshold: all at once
+    monkeypatch.setattr(_amp_steps, "UNBLOCKED_BYTES", X.nbytes)  # up to the threshold: all at once
     assert amp._block_rows(X) == n
 
 
@@ -130,8 +131,8 @@ def test_flops_count_every_block(key, monkeypatch):
     Z = jnp.zeros((n, T, T))
     args = (X, y, jnp.eye(d), 0.5, Z, Z, 0.5, 0.5, n / d**2)
     whole = step.flops(*args)
-    monkeypatch.setattr(amp, "UNBLOCKED_BYTES", 0)
-    monkeypatch.setattr(amp, "BLOCK_BYTES", 8 * T * d * 8)  # blocks of 8 samples
+    monkeypatch.setattr(_amp_steps, "UNBLOCKED_BYTES", 0)
+    monkeypatch.setattr(_amp_steps, "BLOCK_BYTES", 8 * T * d * 8)  # blocks of 8 samples
     if jax.default_backend() == "cpu":
         assert amp._block_rows(X) == 8
         blocked = sum(compiled_flops(c) for c in step._compiled(*args, fresh=True))

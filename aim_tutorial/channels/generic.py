@@ -293,26 +293,7 @@ def generic_channel(g: Callable, label_noise: float, name: str = "generic", *, T
     def log_partition(y, omega, Vp, beta):
         return _generic_score(g, y, omega, zeta, Vp, label_noise).log_partition
 
-    @functools.lru_cache(maxsize=64)
-    def table(S):
-        H, L = [], []
-        for fr in _FRAC:
-            f, lz, _ = generic_moments(g, *draws, zeta, float(S * (1 - fr)), float(S * fr), label_noise, 8)
-            H.append(float(jnp.mean(f)))
-            L.append(float(jnp.mean(lz)))
-        lv = np.log(S * _FRAC)
-        return CubicSpline(lv, np.log(H)), CubicSpline(lv, np.array(L)), lv[0], lv[-1]
-
-    def along(q, Vp, which):
-        q, Vp = np.broadcast_arrays(np.asarray(q, float), np.asarray(Vp, float))
-        S = round_bits(q + Vp)
-        out = np.empty(S.shape)
-        for s_ in np.unique(S):
-            k = S == s_
-            tabs = table(float(s_))
-            lv = np.clip(np.log(Vp[k]), tabs[2], tabs[3])
-            out[k] = np.exp(tabs[0](lv)) if which == "H" else tabs[1](lv)
-        return out
+    along = _se_along(g, draws, zeta, label_noise)
 
     def label_error(q, Vp, T, beta, key, n_samples):
         """Eq. (bo-label) by Monte Carlo: ``n_samples // 64`` draws of ``omega``, 64 of ``h`` each
@@ -334,3 +315,31 @@ def generic_channel(g: Callable, label_noise: float, name: str = "generic", *, T
                    se_ElogZ=lambda q, Vp, T, beta: along(q, Vp, "L"),
                    label_error=label_error, sample=sample, check=check, exact_se=False,
                    label_noise=label_noise)
+
+
+def _se_along(g, draws, zeta, label_noise):
+    """For :func:`generic_channel`: ``along(q, Vp, which)``, the state evolution's ``q_hat / alpha``
+    (``which = "H"``) or ``E log Z_out`` (``"L"``), interpolated from 16 Monte Carlo points of each line
+    ``q + V' = S`` (a table per ``S``, cached)."""
+    @functools.lru_cache(maxsize=64)
+    def table(S):
+        H, L = [], []
+        for fr in _FRAC:
+            f, lz, _ = generic_moments(g, *draws, zeta, float(S * (1 - fr)), float(S * fr), label_noise, 8)
+            H.append(float(jnp.mean(f)))
+            L.append(float(jnp.mean(lz)))
+        lv = np.log(S * _FRAC)
+        return CubicSpline(lv, np.log(H)), CubicSpline(lv, np.array(L)), lv[0], lv[-1]
+
+    def along(q, Vp, which):
+        q, Vp = np.broadcast_arrays(np.asarray(q, float), np.asarray(Vp, float))
+        S = round_bits(q + Vp)
+        out = np.empty(S.shape)
+        for s_ in np.unique(S):
+            k = S == s_
+            tabs = table(float(s_))
+            lv = np.clip(np.log(Vp[k]), tabs[2], tabs[3])
+            out[k] = np.exp(tabs[0](lv)) if which == "H" else tabs[1](lv)
+        return out
+
+    return along
