@@ -17,11 +17,39 @@ import math
 import numpy as np
 
 from ._se_denoising import _delta_of_m, _denoising_table, _log_delta, _psi
+from ._status import Coded
 
 
-# the values of SEResult.status (documented as aim_tutorial.state_evolution.SE_STATUS)
-SE_STATUS = ("converged", "alpha = 0", "perfect recovery", "error below 1e-320, rounded to 0",
-             "error within 1e-16 of 1, rounded to 1", "residual above 1e-9", "no fixed point: H is not finite")
+class SEStatus(Coded):
+    """Why the state evolution stopped at one ``alpha``: the codes of ``SEResult.code``.
+
+    Each member's message is the status string of :class:`aim_tutorial.state_evolution.SEResult`
+    (``status``, the strings of ``SE_STATUS``, in this order).
+
+    Example:
+        >>> from aim_tutorial.state_evolution import SEStatus
+        >>> SEStatus.RESIDUAL.message, SEStatus.RESIDUAL.converged, SEStatus.ROUNDED_TO_0.converged
+        ('residual above 1e-9', False, True)
+    """
+
+    CONVERGED = 0, "converged"
+    ALPHA_ZERO = 1, "alpha = 0"
+    PERFECT_RECOVERY = 2, "perfect recovery"
+    ROUNDED_TO_0 = 3, "error below 1e-320, rounded to 0"
+    ROUNDED_TO_1 = 4, "error within 1e-16 of 1, rounded to 1"
+    RESIDUAL = 5, "residual above 1e-9"
+    NO_FIXED_POINT = 6, "no fixed point: H is not finite"
+
+    @property
+    def converged(self) -> bool:
+        """The root was found, or perfect recovery, or an error that rounds to 0 or to 1 (codes 0-4)."""
+        return self <= SEStatus.ROUNDED_TO_1
+
+
+SEStatus.__module__ = "aim_tutorial.state_evolution"  # its public home (state_evolution imports it back)
+
+# the values of SEResult.status (documented as aim_tutorial.state_evolution.SE_STATUS): the messages
+SE_STATUS = tuple(m.message for m in SEStatus)
 
 
 

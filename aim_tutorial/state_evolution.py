@@ -54,7 +54,7 @@ from . import _checks
 from . import _se_solve
 from . import channels as _ch
 from ._se_denoising import _delta_of_m, _denoising_table, _psi
-from ._se_solve import _ROUNDING_TOL, _Z_GRID, _Z_WIDE, _quiet, _rounding, _solve, _solve_wide
+from ._se_solve import _ROUNDING_TOL, _Z_GRID, _Z_WIDE, SEStatus, _quiet, _rounding, _solve, _solve_wide
 from .counting import alpha_scale, dof_fraction
 
 # the private helpers' old addresses (tests/test_state_evolution.py reads them here)
@@ -64,6 +64,7 @@ from ._se_solve import _WIDE_ITER, _log_m_parts  # noqa: F401
 __all__ = [
     "SE_STATUS",
     "SEResult",
+    "SEStatus",
     "GenericSEResult",
     "solve_state_evolution",
     "generic_state_evolution",
@@ -100,7 +101,9 @@ class SEResult(NamedTuple):
             error is below the smallest float), ``"error within 1e-16 of 1, rounded to 1"``
             (converged), ``"residual above 1e-9"`` (not converged), or
             ``"no fixed point: H is not finite"`` (not converged; ``mmse`` is then NaN).
-            Last, so that code unpacking the first eight fields keeps working.
+            After the first eight fields, so that code unpacking them keeps working.
+        code: the same as integer codes of :class:`SEStatus` (``SEStatus(code)``; its ``message``
+            is the status string, its ``converged`` the flag).
     """
 
     alpha: np.ndarray
@@ -112,9 +115,10 @@ class SEResult(NamedTuple):
     n_fixed_points: np.ndarray
     phi: np.ndarray
     status: np.ndarray = None
+    code: np.ndarray = None
 
 
-#: The values of :attr:`SEResult.status`.
+#: The values of :attr:`SEResult.status` (the messages of :class:`SEStatus`, in order).
 SE_STATUS = _se_solve.SE_STATUS  # (defined where the solver sets them)
 
 
@@ -417,7 +421,8 @@ def solve_state_evolution(alpha, rho: float, T: int = 2, *, channel="softmax", b
         mmse[redo], q_hat[redo], conv[redo], its[redo], nfp[redo], phi[redo], status[redo] = _solve_wide(
             al[redo], rho, Hm, Em, perfect)
     q = 1 + rho - mmse
-    res = SEResult(al, mmse, q, q_hat, conv, its, nfp, phi, np.array(status.tolist(), dtype=str))
+    code = np.array([SE_STATUS.index(st) for st in status.tolist()], dtype=int)
+    res = SEResult(al, mmse, q, q_hat, conv, its, nfp, phi, np.array(status.tolist(), dtype=str), code)
     if scalar:
         res = SEResult(*(x[0].item() for x in res))
     return res

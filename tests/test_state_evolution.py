@@ -558,15 +558,26 @@ def test_large_rho_rounding_of_the_overlap():
     assert aim.perfect_recovery_threshold(1e4, 2) == 0.25
 
 
-def test_status_field_is_last_and_positional_code_keeps_working():
+def test_status_and_code_come_after_the_first_eight_fields():
     r = aim.solve_state_evolution(np.array([0.0, 0.1, 0.2]), 0.5)
     alpha, mmse, q, q_hat, conv, its, nfp, phi = r[:8]
-    assert r._fields[-1] == "status" and len(r) == 9
+    assert r._fields[-2:] == ("status", "code") and len(r) == 10
     assert list(r.status) == ["alpha = 0", "converged", "perfect recovery"]
     assert all(s in se.SE_STATUS for s in r.status)
+    # the codes of one enumeration, whose messages are the status strings, in SE_STATUS's order
+    assert r.code.tolist() == [se.SEStatus.ALPHA_ZERO, se.SEStatus.CONVERGED, se.SEStatus.PERFECT_RECOVERY]
+    assert [se.SEStatus(c).message for c in r.code] == list(r.status)
+    assert se.SE_STATUS == tuple(m.message for m in se.SEStatus)
     s = aim.solve_state_evolution(0.1, 0.5)
     assert isinstance(s.status, str) and s.status == "converged" and isinstance(s.mmse, float)
-    assert aim.solve_state_evolution(np.array([]), 0.5).mmse.shape == (0,)
+    assert s.code == se.SEStatus.CONVERGED and isinstance(s.code, int)
+    empty = aim.solve_state_evolution(np.array([]), 0.5)
+    assert empty.mmse.shape == (0,) and empty.code.shape == (0,)
+    # the rounding statuses count as converged, a residual above tolerance does not
+    w = aim.solve_state_evolution(np.array([5e-324, 1.0]), 0.5, noise=1e-320)
+    assert w.code.tolist() == [se.SEStatus.ROUNDED_TO_1, se.SEStatus.ROUNDED_TO_0]
+    assert [se.SEStatus(c).converged for c in w.code] == w.converged.tolist() == [True, True]
+    assert not se.SEStatus.RESIDUAL.converged and not se.SEStatus.NO_FIXED_POINT.converged
 
 
 def test_q_hat_of_range_of_q():
