@@ -8,8 +8,8 @@
 
 A mutant is one small change to the source (``a + b`` -> ``a - b``, ``-x`` -> ``+x``, a constant
 changed by one, ``<`` -> ``>=``, ...); it is *killed* when the tests of its module fail. Each module
-is tested only against its own test files (``MODULES`` below: the matching tests), stopping at
-the first failure: first the fast tests (not marked ``slow``) that run the mutated line (one run of
+is tested only against its own test files (``tests/modules.toml``, the one map of modules to
+tests; its modules marked ``mutate = true`` are the ones tested here), stopping at the first failure: first the fast tests (not marked ``slow``) that run the mutated line (one run of
 them under coverage, one context per test, tells which), then, if it survives those,
 all the module's fast tests, then each survivor again with the slow ones (a kill is a kill
 whichever test made it; a survivor has met every test of its module);
@@ -67,59 +67,39 @@ REPORT = ROOT / "mutation" / "REPORT.md"
 # does not outlive its machine): the report, a recheck and the next session read it
 RESULTS = ROOT / "mutation" / "results"
 
-# module -> (source file, the test files that are its own). A channel is tested by the channel
-# tests, the identity tests of every registered channel, and the state evolution that reads it.
-def _hostile(module):
-    """The bad-input sweep of one module's public functions (tests/test_hostile.py): kills the
-    mutants that loosen an argument check, which the module's own tests need not try."""
-    return f"tests/test_hostile.py::test_module_refuses_bad_input[{module}]"
+# module -> (source file, the test files that are its own): read from the one map of modules to
+# tests, tests/modules.toml (its modules marked mutate = true are the scientific core tested here).
+MODULE_MAP = ROOT / "tests" / "modules.toml"
 
 
-_CH = ["tests/test_channels.py", "tests/test_channel_base.py", "tests/test_channel_registry.py",
-       "tests/test_state_evolution.py", _hostile("channels")]
-_EW = ["tests/test_elementwise.py", "tests/test_channel_registry.py", "tests/test_state_evolution.py",
-       _hostile("channels.elementwise")]
-# the bad-input sweeps of the deep subpackage's modules (ids by module; deep.state_evolution has none:
-# deep_state_evolution_diagonal is not in the sweep); the private modules that the public ones share
-# (_students: gd and deep.gd; deep._common) meet every sweep that reaches them
-_DEEP_HOSTILE = [_hostile(f"deep.{m}") for m in ("model", "gd", "channel")]
-MODULES = {
-    "rmt": ("aim_tutorial/rmt.py", ["tests/test_rmt.py", _hostile("rmt")]),
-    "_rmt_resolvent": ("aim_tutorial/_rmt_resolvent.py", ["tests/test_rmt.py", _hostile("rmt")]),
-    "_rmt_support": ("aim_tutorial/_rmt_support.py", ["tests/test_rmt.py", _hostile("rmt")]),
-    "rmt_device": ("aim_tutorial/rmt_device.py", ["tests/test_rmt_device.py", _hostile("rmt_device")]),
-    "counting": ("aim_tutorial/counting.py", ["tests/test_counting.py", "tests/test_state_evolution.py",
-                                              "tests/test_deep.py"]),
-    "state_evolution": ("aim_tutorial/state_evolution.py", ["tests/test_state_evolution.py",
-                                                            _hostile("state_evolution")]),
-    "_se_denoising": ("aim_tutorial/_se_denoising.py", ["tests/test_state_evolution.py", _hostile("state_evolution")]),
-    "_se_solve": ("aim_tutorial/_se_solve.py", ["tests/test_state_evolution.py", _hostile("state_evolution")]),
-    "amp": ("aim_tutorial/amp.py", ["tests/test_amp.py", _hostile("amp")]),
-    "_amp_steps": ("aim_tutorial/_amp_steps.py", ["tests/test_amp.py", _hostile("amp")]),
-    "_amp_types": ("aim_tutorial/_amp_types.py", ["tests/test_amp.py", _hostile("amp")]),
-    "amp_device": ("aim_tutorial/amp_device.py", ["tests/test_amp_device.py", _hostile("amp_device")]),
-    "amp_kernel": ("aim_tutorial/amp_kernel.py", ["tests/test_amp.py", "tests/test_amp_device.py"]),
-    "model": ("aim_tutorial/model.py", ["tests/test_model.py", _hostile("model")]),
-    "gd": ("aim_tutorial/gd.py", ["tests/test_gd.py", _hostile("gd")]),
-    "_students": ("aim_tutorial/_students.py", ["tests/test_gd.py", "tests/test_deep.py"] + _DEEP_HOSTILE
-                  + [_hostile("gd")]),
-    "deep.model": ("aim_tutorial/deep/model.py", ["tests/test_deep.py", _hostile("deep.model")]),
-    "deep.gd": ("aim_tutorial/deep/gd.py", ["tests/test_deep.py", _hostile("deep.gd")]),
-    "deep.channel": ("aim_tutorial/deep/channel.py", ["tests/test_deep.py", _hostile("deep.channel")]),
-    "deep.state_evolution": ("aim_tutorial/deep/state_evolution.py", ["tests/test_deep.py"]),
-    "deep.gamp": ("aim_tutorial/deep/gamp.py", ["tests/test_deep_gamp.py"]),
-    "deep._common": ("aim_tutorial/deep/_common.py", ["tests/test_deep.py"] + _DEEP_HOSTILE),
-    "channels.base": ("aim_tutorial/channels/base.py", _CH),
-    "channels.softmax": ("aim_tutorial/channels/softmax.py", _CH),
-    "channels.linear": ("aim_tutorial/channels/linear.py", _CH),
-    "channels.hardmax": ("aim_tutorial/channels/hardmax.py", _CH),
-    "channels.elementwise": ("aim_tutorial/channels/elementwise.py", _EW),
-    "channels._elementwise_integrals": ("aim_tutorial/channels/_elementwise_integrals.py", _EW),
-    "channels.relu": ("aim_tutorial/channels/relu.py", _EW),
-    "channels.sigmoid": ("aim_tutorial/channels/sigmoid.py", _EW),
-    "channels.generic": ("aim_tutorial/channels/generic.py", _CH + [_hostile("channels.generic")]),
-    "datafiles": ("aim_tutorial/datafiles.py", ["tests/test_datafiles.py", "tests/test_deep_gamp.py"]),
-}
+def _expand(entry, groups):
+    """A tests list of tests/modules.toml with its "@group" and "@hostile[module]" references resolved."""
+    out = []
+    for t in entry:
+        if not t.startswith("@"):
+            out.append(t)
+        elif "[" in t:                       # "@hostile[rmt]": a parametrised test of the group's node id
+            name, param = t[1:].split("[", 1)
+            out.append(f"{groups[name]}[{param}")
+        else:
+            out += _expand(groups[t[1:]], groups)
+    return out
+
+
+def module_map(path=MODULE_MAP):
+    """Every module of the package: ``{name: (source file, tests, mutate)}`` from tests/modules.toml."""
+    doc = tomllib.loads(Path(path).read_text())
+    groups = doc.get("groups", {})
+    out = {}
+    for name, entry in doc["modules"].items():
+        parts = [] if name == "aim_tutorial" else name.split(".")
+        base = Path("aim_tutorial", *parts)
+        src = base / "__init__.py" if (ROOT / base).is_dir() or name == "aim_tutorial" else base.with_suffix(".py")
+        out[name] = (src.as_posix(), _expand(entry["tests"], groups), bool(entry.get("mutate", False)))
+    return out
+
+
+MODULES = {name: (src, tests) for name, (src, tests, mutate) in module_map().items() if mutate}
 
 # every module's mutants also meet the pinned public signatures (a default moved by one, a "*" of the
 # keyword-only arguments turned into "/": tests/test_api_surface.py)

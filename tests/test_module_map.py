@@ -1,0 +1,46 @@
+"""The one map from modules to tests (tests/modules.toml): every module of the package is in it,
+every test it names exists, and the mutation runner reads its core from it."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _mutation():
+    spec = importlib.util.spec_from_file_location("mutation_runner", ROOT / "scripts" / "mutation.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _package_modules():
+    names = set()
+    for path in (ROOT / "aim_tutorial").rglob("*.py"):
+        parts = path.relative_to(ROOT / "aim_tutorial").with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        names.add(".".join(parts) or "aim_tutorial")
+    return names
+
+
+def test_every_module_has_its_tests_and_every_test_exists():
+    mutation = _mutation()
+    entries = mutation.module_map()
+    assert set(entries) == _package_modules(), set(entries) ^ _package_modules()
+    for name, (src, tests, _) in entries.items():
+        assert (ROOT / src).is_file(), (name, src)
+        assert tests, name
+        for t in tests:
+            assert (ROOT / t.split("::")[0]).is_file(), (name, t)
+
+
+def test_the_mutation_runner_reads_its_core_from_the_map():
+    mutation = _mutation()
+    core = {n: (src, tests) for n, (src, tests, mutate) in mutation.module_map().items() if mutate}
+    assert set(mutation.MODULES) == set(core)
+    for name, (src, tests) in core.items():
+        assert mutation.MODULES[name][0] == src
+        assert mutation.MODULES[name][1][:len(tests)] == tests  # then the pinned signatures
