@@ -9,8 +9,9 @@
 A mutant is one small change to the source (``a + b`` -> ``a - b``, ``-x`` -> ``+x``, a constant
 changed by one, ``<`` -> ``>=``, ...); it is *killed* when the tests of its module fail. Each module
 is tested only against its own test files (``tests/modules.toml``, the one map of modules to
-tests; its modules marked ``mutate = true`` are the ones tested here), stopping at the first failure: first the fast tests (not marked ``slow``) that run the mutated line (one run of
-them under coverage, one context per test, tells which), then, if it survives those,
+tests; its modules marked ``mutate = true`` are the ones tested here), stopping at the first
+failure: first the fast tests (not marked ``slow``) that run the mutated line (one run of them
+under coverage, one context per test, tells which), then, if it survives those,
 all the module's fast tests, then each survivor again with the slow ones (a kill is a kill
 whichever test made it; a survivor has met every test of its module);
 the mutants run in a fixed random order (``_draw``: a hash of each), so that a run stopped at
