@@ -44,3 +44,19 @@ def test_the_mutation_runner_reads_its_core_from_the_map():
     for name, (src, tests) in core.items():
         assert mutation.MODULES[name][0] == src
         assert mutation.MODULES[name][1][:len(tests)] == tests  # then the pinned signatures
+
+
+def test_no_module_over_800_lines_and_no_function_over_120():
+    """The sizes a newcomer can read (issue 49): a module that grows past them is split along its
+    concepts (CONTRIBUTING, "Where each concept lives"), a function into named helpers."""
+    import ast
+
+    long_modules, long_functions = [], []
+    for path in sorted((ROOT / "aim_tutorial").rglob("*.py")):
+        text = path.read_text()
+        if text.count("\n") > 800:
+            long_modules.append((path.name, text.count("\n")))
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 120:
+                long_functions.append((path.name, node.name, node.end_lineno - node.lineno + 1))
+    assert not long_modules and not long_functions, (long_modules, long_functions)
