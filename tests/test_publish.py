@@ -193,8 +193,9 @@ def test_make_test_builds_the_site_and_checks_it_holds_no_test_artefact():
     and ends with the check that the site holds no test's output."""
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^test: export AIM_SITE = 1$", makefile, re.M)
-    first, beside = _make_test_steps(makefile)
-    assert first[-1] == "build-strict"
+    first, checks, beside = _make_test_steps(makefile)
+    assert first == ["lint", "lint-workflows", "dist"]  # then the Colab run starts, from dist's wheel
+    assert checks[-1] == "build-strict"
     assert beside == ["editions", "pdf", "site-downloads", "browser", "test-editions", "nbval",
                       "colab-check", "site-check"]
     site = re.search(r"^site: install\n((?:\t.*\n)+)", makefile, re.M).group(1)
