@@ -282,6 +282,14 @@ def deep_attention_literal(
     return attention(jnp.asarray(Ss[-1]))
 
 
+def _sampling_settings(key, n, T, beta, label_noise, log_outputs):
+    """The settings :func:`sample_data` and :func:`sample_deep_data` share, checked (the key too)."""
+    _checks.prng_key("key", key)
+    return (_checks.integer_at_least("n", n, 1), _checks.integer_at_least("T", T, 1),
+            _checks.positive("beta", beta), _checks.nonnegative("label_noise", label_noise),
+            _checks.boolean("log_outputs", log_outputs))
+
+
 def sample_data(
     key: jax.Array,
     S,
@@ -336,13 +344,8 @@ def sample_data(
         >>> X.shape, y.shape
         ((5, 3, 20), (5, 3, 3))
     """
-    _checks.prng_key("key", key)
-    n = _checks.integer_at_least("n", n, 1)
-    T = _checks.integer_at_least("T", T, 1)
-    beta = _checks.positive("beta", beta)
+    n, T, beta, label_noise, log_outputs = _sampling_settings(key, n, T, beta, label_noise, log_outputs)
     noise = _checks.nonnegative("noise", noise)
-    label_noise = _checks.nonnegative("label_noise", label_noise)
-    log_outputs = _checks.boolean("log_outputs", log_outputs)
     chs = _channels()
     if isinstance(channel, str) and channel == "deep":
         raise ValueError("channel='deep' is not a channel of the registry: the data of two (or more) attention "
@@ -415,13 +418,8 @@ def sample_deep_data(
         >>> X.shape, y.shape
         ((5, 3, 20), (5, 3, 3))
     """
-    _checks.prng_key("key", key)
-    n = _checks.integer_at_least("n", n, 1)
-    T = _checks.integer_at_least("T", T, 1)
-    beta = _checks.positive("beta", beta)
+    n, T, beta, label_noise, log_outputs = _sampling_settings(key, n, T, beta, label_noise, log_outputs)
     c = _checks.finite("c", c)
-    label_noise = _checks.nonnegative("label_noise", label_noise)
-    log_outputs = _checks.boolean("log_outputs", log_outputs)
     if log_outputs and label_noise > 0:
         raise ValueError(f"log_outputs=True is defined without label_noise only, got label_noise={label_noise!r}")
     if not isinstance(S, (list, tuple)):

@@ -592,6 +592,13 @@ def plot(res, path):
     fig.savefig(path)
 
 
+def _report_se(out):
+    for k in ("softmax", "hardmax"):
+        if k in out:
+            print(f"  {k}, {out[k]['points']} points: {out[k]['warm_s'] * 1e3:.1f} ms warm, "
+                  f"{out[k]['cold_s']:.2f} s cold", flush=True)
+
+
 class Part(NamedTuple):
     """A part of the benchmarks: what it prints as it starts, and how it runs from the parsed
     arguments; ``into``: the key of ``results.json`` it writes (its own name) or updates."""
@@ -600,12 +607,13 @@ class Part(NamedTuple):
     run: Callable
     into: Optional[str] = None
     full: bool = True  # a part of the full run (amp_batch is a rerun of amp_targets' batch cases only)
+    report: Optional[Callable] = None  # prints a summary of the part's results as it ends
 
 
 #: Every benchmark, in the order of a full run; ``--only NAME ...`` runs some of them into an existing
 #: ``results.json``. A new benchmark: its function above, one entry here, its table on the book's page.
 PARTS = {
-    "se": Part("state evolution", lambda a: bench_se(a.repeats, 256, 30)),
+    "se": Part("state evolution", lambda a: bench_se(a.repeats, 256, 30), report=_report_se),
     "amp": Part("GAMP-RIE", lambda a: bench_amp(a.amp_d, a.amp_alpha, a.amp_iters, a.repeats)),
     "amp_targets": Part("GAMP-RIE targets", lambda a: bench_amp_targets(a.quick)),
     "amp_batch": Part("GAMP-RIE batches", lambda a: bench_amp_batch(), into="amp_targets", full=False),
@@ -629,11 +637,8 @@ def _run_part(name, a, res):
         res[name] = out
     else:
         res[part.into].update(out)
-    if name == "se":
-        for k in ("softmax", "hardmax"):
-            if k in out:
-                print(f"  {k}, {out[k]['points']} points: {out[k]['warm_s'] * 1e3:.1f} ms warm, "
-                      f"{out[k]['cold_s']:.2f} s cold", flush=True)
+    if part.report is not None:
+        part.report(out)
 
 
 def main(argv=None):

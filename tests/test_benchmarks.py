@@ -3,7 +3,6 @@ place (the book's benchmarks page, which reads ``benchmarks/results.json``)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -11,15 +10,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _run_module():
-    spec = importlib.util.spec_from_file_location("bench_run", ROOT / "benchmarks" / "run.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_every_part_of_results_is_registered_and_rendered_by_the_book():
-    run = _run_module()
+def test_every_part_of_results_is_registered_and_rendered_by_the_book(load_file):
+    run = load_file("benchmarks/run.py")
     res = json.loads((ROOT / "benchmarks" / "results.json").read_text())
     bookkeeping = {"machine", "command", "loadavg_end", "rerun"}
     # every part the file holds is a registered one (or the part a registered one updates)
@@ -37,8 +29,8 @@ def test_every_part_of_results_is_registered_and_rendered_by_the_book():
     assert not (ROOT / "benchmarks" / "results.md").exists(), "the page renders the tables; no second copy"
 
 
-def test_only_accepts_exactly_the_registered_parts(capsys):
-    run = _run_module()
+def test_only_accepts_exactly_the_registered_parts(load_file, capsys):
+    run = load_file("benchmarks/run.py")
     import pytest
 
     with pytest.raises(SystemExit):

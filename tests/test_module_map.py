@@ -3,17 +3,9 @@ every test it names exists, and the mutation runner reads its core from it."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _mutation():
-    spec = importlib.util.spec_from_file_location("mutation_runner", ROOT / "scripts" / "mutation.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _package_modules():
@@ -26,8 +18,8 @@ def _package_modules():
     return names
 
 
-def test_every_module_has_its_tests_and_every_test_exists():
-    mutation = _mutation()
+def test_every_module_has_its_tests_and_every_test_exists(load_file):
+    mutation = load_file("scripts/mutation.py")
     entries = mutation.module_map()
     assert set(entries) == _package_modules(), set(entries) ^ _package_modules()
     for name, (src, tests, _) in entries.items():
@@ -37,8 +29,8 @@ def test_every_module_has_its_tests_and_every_test_exists():
             assert (ROOT / t.split("::")[0]).is_file(), (name, t)
 
 
-def test_the_mutation_runner_reads_its_core_from_the_map():
-    mutation = _mutation()
+def test_the_mutation_runner_reads_its_core_from_the_map(load_file):
+    mutation = load_file("scripts/mutation.py")
     core = {n: (src, tests) for n, (src, tests, mutate) in mutation.module_map().items() if mutate}
     assert set(mutation.MODULES) == set(core)
     for name, (src, tests) in core.items():
